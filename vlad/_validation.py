@@ -1,0 +1,130 @@
+"""Checks shared by the public functions.
+
+Every public function validates its arguments here and then calls private code
+that assumes valid input. Each error names the parameter, echoes what it got and
+says what was expected, in one line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def float_dtype_of(array: np.ndarray) -> np.dtype:
+    """The floating dtype computations on ``array`` run in.
+
+    float64 stays float64; every other real dtype (float32, float16, integers)
+    computes in float32.
+    """
+    return np.dtype(np.float64) if array.dtype == np.float64 else np.dtype(np.float32)
+
+
+def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.ndarray:
+    """Return ``values`` as a C-contiguous 2-D float32/float64 array.
+
+    Parameters
+    ----------
+    values : array-like of shape (n_rows, n_columns)
+    name : str
+        Parameter name used in error messages.
+    dtype : dtype, optional
+        Target dtype; by default float64 stays float64 and anything else real
+        becomes float32.
+    """
+    array = np.asarray(values)
+    if array.dtype.kind not in "fiub":
+        raise TypeError(
+            f"{name} must hold real numbers; got an array of dtype {array.dtype}"
+        )
+    if array.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n, n_features); "
+            f"got shape {array.shape}"
+        )
+    target = float_dtype_of(array) if dtype is None else np.dtype(dtype)
+    return np.ascontiguousarray(array, dtype=target)
+
+
+def all_finite(array: np.ndarray) -> bool:
+    """Whether every element of ``array`` is finite.
+
+    A float64 sum is one streaming pass without a boolean temporary; only when
+    it is not finite (NaN, inf, or an overflow of huge finite values) does the
+    exact element-wise check run.
+    """
+    if array.size == 0:
+        return True
+    if np.isfinite(np.sum(array, dtype=np.float64)):
+        return True
+    return bool(np.isfinite(array).all())
+
+
+def check_finite(array: np.ndarray, name: str) -> None:
+    """Raise ``ValueError`` if ``array`` holds NaN or infinite values."""
+    if not all_finite(array):
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+
+
+def check_n_features(n_features: int, centers: np.ndarray) -> None:
+    """Raise ``ValueError`` if descriptors and centres differ in dimension."""
+    if n_features != centers.shape[1]:
+        raise ValueError(
+            f"descriptors have {n_features} features but the codebook's centers "
+            f"have {centers.shape[1]}; they must match"
+        )
+
+
+def as_offsets(offsets, n_rows: int) -> np.ndarray:
+    """Return ``offsets`` as int64 after checking it describes ``n_rows`` rows.
+
+    Valid offsets are 1-D, start at 0, never decrease and end at ``n_rows``.
+    """
+    array = np.asarray(offsets)
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(
+            f"offsets must be a 1-D array of shape (n_images + 1,); "
+            f"got shape {array.shape}"
+        )
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"offsets must hold integers; got dtype {array.dtype}")
+    array = np.ascontiguousarray(array, dtype=np.int64)
+    if array[0] != 0 or array[-1] != n_rows:
+        raise ValueError(
+            f"offsets must start at 0 and end at the number of descriptors "
+            f"({n_rows}); got offsets[0]={array[0]} and offsets[-1]={array[-1]}"
+        )
+    if array.size > 1 and np.any(np.diff(array) < 0):
+        raise ValueError("offsets must be non-decreasing")
+    return array
+
+
+def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
+    """Return ``labels`` as intp after checking shape and range."""
+    array = np.asarray(labels)
+    if array.ndim != 1 or array.shape[0] != n_rows:
+        raise ValueError(
+            f"labels must have shape ({n_rows},), one per descriptor; "
+            f"got shape {array.shape}"
+        )
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"labels must hold integers; got dtype {array.dtype}")
+    if n_rows:
+        low, high = int(array.min()), int(array.max())
+        if low < 0 or high >= n_clusters:
+            raise ValueError(
+                f"labels must lie in [0, {n_clusters}) for {n_clusters} centers; "
+                f"got values from {low} to {high}"
+            )
+    return np.ascontiguousarray(array, dtype=np.intp)
+
+
+def check_positive_int(value, name: str) -> int:
+    """Return ``value`` as int after checking it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= 1; got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+    return int(value)

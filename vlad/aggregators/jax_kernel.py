@@ -1,0 +1,71 @@
+"""The JAX aggregator: a jitted ``segment_sum`` on the default device."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from vlad.aggregators._common import image_of_rows
+
+#: Smallest padded number of rows; row and image counts are padded to powers of
+#: two so that a new batch size reuses a compiled kernel.
+MIN_ROW_BUCKET = 1024
+
+
+def bucket_size(n: int, minimum: int = 1) -> int:
+    """Smallest power of two >= ``max(n, minimum)``."""
+    return 1 << (max(int(n), int(minimum)) - 1).bit_length()
+
+
+def aggregate_jax(descriptors, labels, offsets, centers):
+    """``jax.ops.segment_sum`` of the residuals ``x - c_label``, jitted.
+
+    Rows and images are padded to power-of-two buckets (padding rows go to a
+    segment past the end, which ``segment_sum`` drops), so compilation happens
+    once per bucket, not per call. Residuals are formed before summing, which
+    keeps float32 sums accurate. float64 input runs with JAX's 64-bit mode
+    switched on for the call. Requires JAX (``pip install 'vlad[jax]'``).
+    """
+    jax = import_jax()
+    n_images = offsets.shape[0] - 1
+    n_clusters, n_features = centers.shape
+    n_rows = descriptors.shape[0]
+    padded_rows = bucket_size(n_rows, MIN_ROW_BUCKET)
+    padded_segments = bucket_size(n_images) * n_clusters
+    segments = np.full(padded_rows, padded_segments, dtype=np.int32)
+    segments[:n_rows] = image_of_rows(offsets) * n_clusters + labels
+    padded_labels = np.zeros(padded_rows, dtype=np.int32)
+    padded_labels[:n_rows] = labels
+    padded_descriptors = np.zeros((padded_rows, n_features), dtype=descriptors.dtype)
+    padded_descriptors[:n_rows] = descriptors
+    with jax.enable_x64(descriptors.dtype == np.float64):
+        sums = _residual_segment_sum()(
+            padded_descriptors, centers, padded_labels, segments, padded_segments
+        )
+        sums = np.array(sums[: n_images * n_clusters])
+    return sums.reshape(n_images, n_clusters, n_features)
+
+
+def import_jax():
+    """Import JAX or raise an ``ImportError`` that says how to install it."""
+    try:
+        import jax
+    except ImportError:
+        raise ImportError(
+            "the 'jax' aggregator requires JAX; install it with: pip install 'vlad[jax]'"
+        ) from None
+    return jax
+
+
+@functools.cache
+def _residual_segment_sum():
+    """The jitted kernel, built on first use."""
+    jax = import_jax()
+
+    @functools.partial(jax.jit, static_argnames=("num_segments",))
+    def residual_segment_sum(descriptors, centers, labels, segments, num_segments):
+        residuals = descriptors - centers[labels]
+        return jax.ops.segment_sum(residuals, segments, num_segments=num_segments)
+
+    return residual_segment_sum

@@ -1,0 +1,27 @@
+"""The ``np.add.at`` scatter aggregator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlad.aggregators._common import image_of_rows, subtract_centers
+
+
+def aggregate_ufunc_at(descriptors, labels, offsets, centers):
+    """Unbuffered scatter-add of every descriptor into its (image, centre) row.
+
+    ``np.add.at`` accumulates repeated indices correctly (plain fancy-index
+    ``+=`` does not), but adds row by row without vectorising across rows.
+    """
+    n_images = offsets.shape[0] - 1
+    n_clusters, n_features = centers.shape
+    segments = image_of_rows(offsets) * n_clusters + labels
+    sums = np.zeros((n_images * n_clusters, n_features), dtype=np.float64)
+    np.add.at(sums, segments, descriptors)
+    counts = np.bincount(segments, minlength=n_images * n_clusters)
+    return subtract_centers(
+        sums.reshape(n_images, n_clusters, n_features),
+        counts.reshape(n_images, n_clusters),
+        centers,
+        descriptors.dtype,
+    )

@@ -1,0 +1,87 @@
+"""Nearest-centre assignment by chunked matrix products."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlad._validation import as_float_matrix, check_n_features
+
+#: Size of the per-chunk distance matrix; small enough to stay in cache.
+CHUNK_BYTES = 1 << 20
+
+
+def assign(descriptors, centers, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarray:
+    """Index of each descriptor's nearest centre in squared Euclidean distance.
+
+    Distances are expanded as ``|c|^2 - 2 x.c`` (``|x|^2`` is the same for all
+    centres and cannot change the argmin) and computed a chunk of rows at a time,
+    so memory stays bounded whatever the number of descriptors. Ties go to the
+    lowest index. The arithmetic runs in the descriptors' dtype.
+
+    Parameters
+    ----------
+    descriptors : array-like of shape (n_descriptors, n_features)
+    centers : array-like of shape (n_clusters, n_features)
+    chunk_bytes : int, default=1 MiB
+        Upper bound on the distance matrix of one chunk.
+
+    Returns
+    -------
+    labels : ndarray of intp of shape (n_descriptors,)
+
+    Raises
+    ------
+    ValueError
+        Dimension mismatch, or NaN/inf descriptors or centres.
+
+    Examples
+    --------
+    >>> import vlad
+    >>> vlad.assign([[0.0, 0.1], [2.0, 2.2]], [[2.0, 2.0], [0.0, 0.0]]).tolist()
+    [1, 0]
+    """
+    descriptors = as_float_matrix(descriptors, "descriptors")
+    centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
+    check_n_features(descriptors.shape[1], centers)
+    if not np.isfinite(centers).all():
+        raise ValueError("centers contain NaN or infinite values")
+    return _assign(descriptors, centers, chunk_bytes)
+
+
+def _assign(descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int) -> np.ndarray:
+    """:func:`assign` on valid, same-dtype, contiguous input.
+
+    Also checks, at no extra pass, that the descriptors are finite: a NaN or
+    infinite descriptor makes its chosen distance non-finite.
+    """
+    n_descriptors = descriptors.shape[0]
+    n_clusters = centers.shape[0]
+    labels = np.empty(n_descriptors, dtype=np.intp)
+    scaled_centers_t = np.ascontiguousarray(-2.0 * centers.T)
+    squared_norms = np.einsum("kf,kf->k", centers, centers)
+    rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
+    distances = np.empty((min(rows_per_chunk, n_descriptors), n_clusters), centers.dtype)
+    for start in range(0, n_descriptors, rows_per_chunk):
+        stop = min(start + rows_per_chunk, n_descriptors)
+        block = distances[: stop - start]
+        np.matmul(descriptors[start:stop], scaled_centers_t, out=block)
+        block += squared_norms
+        chunk_labels = np.argmin(block, axis=1, out=labels[start:stop])
+        nearest = np.take_along_axis(block, chunk_labels[:, None], axis=1)
+        if not np.isfinite(nearest).all():
+            _raise_non_finite(descriptors[start:stop], start)
+    return labels
+
+
+def _raise_non_finite(block: np.ndarray, start: int) -> None:
+    """Name the first non-finite descriptor of a chunk whose distances overflowed."""
+    bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
+    if bad_rows.size:
+        raise ValueError(
+            f"descriptors contain NaN or infinite values (first at row "
+            f"{start + bad_rows[0]})"
+        )
+    raise ValueError(
+        f"descriptor distances overflow near row {start}: values are too large for "
+        f"{block.dtype} arithmetic; rescale them or pass float64"
+    )

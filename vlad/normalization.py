@@ -1,0 +1,124 @@
+"""VLAD normalisation: mass, power law, intra (per-centre) and global L2."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Norms below this are treated as this, so a zero vector stays exactly zero.
+NORM_FLOOR = 1e-12
+
+
+def normalize(
+    residuals,
+    *,
+    power: float = 1.0,
+    intra: bool = True,
+    l2: bool = True,
+    counts=None,
+) -> np.ndarray:
+    """Normalise residual sums into VLAD vectors.
+
+    The steps run in this order, each optional:
+
+    1. mass (when ``counts`` is given): divide each centre's block by its number
+       of descriptors, turning sums into means (VLFeat's ``NormalizeMass``);
+    2. power law: ``sign(v) * |v| ** power``, element-wise (``power=0.5`` is the
+       signed square root of Jégou et al. 2012; ``1`` leaves ``v`` unchanged);
+    3. intra: L2-normalise each centre's block (Arandjelović & Zisserman 2013);
+    4. global L2: L2-normalise the whole vector (Jégou et al. 2010).
+
+    Every division uses ``max(norm, 1e-12)``, so an empty block or an image
+    without descriptors stays exactly zero, never NaN.
+
+    Parameters
+    ----------
+    residuals : array-like of shape (n_images, n_clusters, n_features)
+        Residual sums from :func:`vlad.aggregate`.
+    power : float, default=1.0
+        Exponent of the power law, in (0, 1]; 1 disables it.
+    intra : bool, default=True
+        Whether to L2-normalise each centre's block.
+    l2 : bool, default=True
+        Whether to L2-normalise the whole vector.
+    counts : array-like of shape (n_images, n_clusters), optional
+        Descriptors per image and centre; when given, blocks are first divided
+        by them (mass normalisation; empty blocks stay zero).
+
+    Returns
+    -------
+    vectors : ndarray of shape (n_images, n_clusters * n_features)
+        Centre-major (``residuals[t].ravel()``), in the residuals' float dtype.
+
+    References
+    ----------
+    .. [1] H. Jégou, M. Douze, C. Schmid, P. Pérez. "Aggregating local
+       descriptors into a compact image representation". CVPR 2010.
+    .. [2] H. Jégou, F. Perronnin, M. Douze, J. Sánchez, P. Pérez, C. Schmid.
+       "Aggregating local image descriptors into compact codes". TPAMI 2012.
+    .. [3] R. Arandjelović, A. Zisserman. "All about VLAD". CVPR 2013.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import vlad
+    >>> residuals = np.array([[[3.0, 4.0], [0.0, 0.0]]])
+    >>> vlad.normalize(residuals, intra=False)
+    array([[0.6, 0.8, 0. , 0. ]])
+    """
+    array = np.asarray(residuals)
+    if array.ndim != 3:
+        raise ValueError(
+            "residuals must have shape (n_images, n_clusters, n_features); "
+            f"got shape {array.shape}"
+        )
+    if array.dtype.kind not in "fiu":
+        raise TypeError(f"residuals must hold real numbers; got dtype {array.dtype}")
+    power = check_power(power)
+    dtype = np.float64 if array.dtype == np.float64 else np.float32
+    vectors = np.array(array, dtype=dtype, order="C")
+    if counts is not None:
+        counts = np.asarray(counts)
+        if counts.shape != array.shape[:2]:
+            raise ValueError(
+                f"counts must have shape {array.shape[:2]} (n_images, n_clusters); "
+                f"got shape {counts.shape}"
+            )
+    normalize_in_place(vectors, power=power, intra=intra, l2=l2, counts=counts)
+    return vectors.reshape(array.shape[0], -1)
+
+
+def check_power(power) -> float:
+    """Return ``power`` as float after checking it lies in (0, 1]."""
+    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
+        raise TypeError(f"power must be a number in (0, 1]; got {power!r}")
+    if not (math.isfinite(power) and 0 < power <= 1):
+        raise ValueError(f"power must be a number in (0, 1]; got {power!r}")
+    return float(power)
+
+
+def normalize_in_place(
+    vectors: np.ndarray,
+    *,
+    power: float,
+    intra: bool,
+    l2: bool,
+    counts: np.ndarray | None = None,
+) -> None:
+    """:func:`normalize` on a valid, writeable ``(T, K, F)`` float array."""
+    if counts is not None:
+        vectors /= np.maximum(counts, 1)[:, :, None].astype(vectors.dtype)
+    if power != 1.0:
+        magnitudes = np.abs(vectors)
+        if power == 0.5:
+            np.sqrt(magnitudes, out=magnitudes)
+        else:
+            np.power(magnitudes, power, out=magnitudes)
+        np.copysign(magnitudes, vectors, out=vectors)
+    if intra:
+        block_norms = np.sqrt(np.einsum("tkf,tkf->tk", vectors, vectors))
+        vectors /= np.maximum(block_norms, NORM_FLOOR)[:, :, None]
+    if l2:
+        norms = np.sqrt(np.einsum("tkf,tkf->t", vectors, vectors))
+        vectors /= np.maximum(norms, NORM_FLOOR)[:, None, None]
