@@ -109,7 +109,7 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
             f"labels must have shape ({n_rows},), one per descriptor; "
             f"got shape {array.shape}"
         )
-    if array.dtype.kind not in "iu":
+    if array.dtype.kind not in "iu" and array.size:
         raise TypeError(f"labels must hold integers; got dtype {array.dtype}")
     if n_rows:
         low, high = int(array.min()), int(array.max())

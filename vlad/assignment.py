@@ -48,7 +48,9 @@ def assign(descriptors, centers, *, chunk_bytes: int = CHUNK_BYTES) -> np.ndarra
     return _assign(descriptors, centers, chunk_bytes)
 
 
-def _assign(descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int) -> np.ndarray:
+def _assign(
+    descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int
+) -> np.ndarray:
     """:func:`assign` on valid, same-dtype, contiguous input.
 
     Also checks, at no extra pass, that the descriptors are finite: a NaN or
@@ -60,12 +62,16 @@ def _assign(descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int) -> n
     scaled_centers_t = np.ascontiguousarray(-2.0 * centers.T)
     squared_norms = np.einsum("kf,kf->k", centers, centers)
     rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
-    distances = np.empty((min(rows_per_chunk, n_descriptors), n_clusters), centers.dtype)
+    distances = np.empty(
+        (min(rows_per_chunk, n_descriptors), n_clusters), centers.dtype
+    )
     for start in range(0, n_descriptors, rows_per_chunk):
         stop = min(start + rows_per_chunk, n_descriptors)
         block = distances[: stop - start]
-        np.matmul(descriptors[start:stop], scaled_centers_t, out=block)
-        block += squared_norms
+        # Non-finite input or overflow is detected below and reported as an error.
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.matmul(descriptors[start:stop], scaled_centers_t, out=block)
+            block += squared_norms
         chunk_labels = np.argmin(block, axis=1, out=labels[start:stop])
         nearest = np.take_along_axis(block, chunk_labels[:, None], axis=1)
         if not np.isfinite(nearest).all():

@@ -192,7 +192,9 @@ def fit_codebook(
         training = descriptors
     check_finite(training, "descriptors")
     if algorithm == "auto":
-        algorithm = "full" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
+        algorithm = (
+            "full" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
+        )
     centers = _kmeans(training, n_clusters, algorithm, max_iter, seed)
     metadata = {
         "seed": seed,

@@ -116,7 +116,7 @@ class DescriptorSets:
         offsets = np.zeros(len(blocks) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         descriptors = np.empty((int(offsets[-1]), n_features), dtype=dtype)
-        for block, start, stop in zip(blocks, offsets[:-1], offsets[1:]):
+        for block, start, stop in zip(blocks, offsets[:-1], offsets[1:], strict=True):
             if stop > start:
                 descriptors[start:stop] = block
         return cls(descriptors, offsets, names=names, metadata=metadata)
@@ -135,7 +135,9 @@ class DescriptorSets:
                 metadata=metadata.get("descriptor", {}),
             )
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{path} holds inconsistent descriptor sets: {error}") from None
+            raise ValueError(
+                f"{path} holds inconsistent descriptor sets: {error}"
+            ) from None
 
     def save(self, path: str | os.PathLike) -> None:
         """Write to an ``.npz`` file atomically (temporary file, then rename)."""

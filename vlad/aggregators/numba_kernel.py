@@ -49,6 +49,8 @@ def _compiled_kernel():
                     sums[k, f] += descriptors[row, f]
             for k in range(n_clusters):
                 for f in range(n_features):
-                    residuals[t, k, f] = sums[k, f] - counts[k] * np.float64(centers[k, f])
+                    residuals[t, k, f] = sums[k, f] - counts[k] * np.float64(
+                        centers[k, f]
+                    )
 
     return scatter_residuals

@@ -41,7 +41,9 @@ def aggregate_sparse(descriptors, labels, offsets, centers):
             shape=(n_block_segments, stop - start),
         )
         block_sums = one_hot @ descriptors[start:stop].astype(np.float64)
-        sums[first_image : last_image + 1] += block_sums.reshape(-1, n_clusters, n_features)
+        sums[first_image : last_image + 1] += block_sums.reshape(
+            -1, n_clusters, n_features
+        )
     counts = np.bincount(
         images * n_clusters + labels, minlength=n_images * n_clusters
     ).reshape(n_images, n_clusters)
