@@ -154,11 +154,11 @@ def test_naive_float32_cumsum_would_fail_the_accuracy_bound():
     assert max_relative_error(naive, reference) > 1e-5
 
 
-@pytest.mark.parametrize("method", ["masked", "ragged-cumsum", "sparse"])
+@pytest.mark.parametrize("method", ["masked", "ragged-cumsum"])
 def test_chunked_aggregators_keep_a_bounded_working_set(method, monkeypatch):
     budget = 1 << 20
     monkeypatch.setattr(_common, "WORKING_SET_BYTES", budget)
-    for module in ("masked", "ragged_cumsum", "sparse"):
+    for module in ("masked", "ragged_cumsum"):
         monkeypatch.setattr(f"vlad.aggregators.{module}.WORKING_SET_BYTES", budget)
     sets = vlad.datasets.make_descriptor_sets(40, 500, 32, seed=0)
     centers = sets.descriptors[:16].copy()

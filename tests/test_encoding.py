@@ -49,7 +49,9 @@ def test_equals_its_stages(aggregator, power, intra, l2, mass):
     result = vlad.encode(
         sets, centers, aggregator=aggregator, power=power, intra=intra, l2=l2, mass=mass
     )
-    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+    # float32 sums: absolute slack relative to the vector's scale.
+    atol = 1e-6 * np.abs(expected).max()
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=atol)
 
 
 def essay_looping(descriptor_sets, centers):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vlad._parallel import available_cores
 from vlad._validation import check_n_features
 from vlad.aggregators import resolve_aggregator
 from vlad.aggregators._common import image_of_rows
@@ -75,7 +76,7 @@ def encode(
     descriptors = sets.descriptors
     centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
     check_n_features(sets.n_features, centers)
-    labels = _assign(descriptors, centers, CHUNK_BYTES)
+    labels = _assign(descriptors, centers, CHUNK_BYTES, available_cores())
     residuals = np.require(
         function(descriptors, labels, sets.offsets, centers),
         dtype=descriptors.dtype,
