@@ -152,6 +152,7 @@ def fit_codebook(
     See Also
     --------
     Codebook : The fitted centres.
+    VLADEncoder : The scikit-learn transformer that fits its codebook with this.
 
     Examples
     --------

@@ -61,6 +61,10 @@ def encode(
     ImportError
         The aggregator's optional dependency is not installed.
 
+    See Also
+    --------
+    VLADEncoder : The scikit-learn transformer over this function.
+
     Examples
     --------
     >>> import numpy as np
