@@ -34,6 +34,19 @@ def test_default_names_and_dtypes():
     assert integers.dtype == np.float32
 
 
+@pytest.mark.parametrize(
+    ("arrays", "error", "message"),
+    [
+        ([np.ones((2, 3), complex)], ValueError, "Complex data not supported"),
+        ([np.array([["a", "b"]])], TypeError, "array 0 must hold real numbers"),
+        (np.ones((2, 2, 3), complex), ValueError, "Complex data not supported"),
+    ],
+)
+def test_non_real_descriptors_are_refused(arrays, error, message):
+    with pytest.raises(error, match=message):
+        vlad.descriptors.as_descriptor_sets(arrays)
+
+
 def test_all_empty_needs_n_features():
     with pytest.raises(ValueError, match="pass n_features"):
         vlad.DescriptorSets.from_list([np.array([])])

@@ -77,10 +77,6 @@ def images() -> list[np.ndarray]:
 #   Those that cannot apply to a set-of-descriptors input are expected to fail
 #   (xfail_strict, so one that starts passing is reported):
 EXPECTED_FAILED_CHECKS = {
-    "check_complex_data": (
-        "vlad.descriptors.as_descriptor_sets casts a complex (T, L, F) array to "
-        "real (numpy's ComplexWarning) instead of raising ValueError"
-    ),
     "check_estimator_sparse_array": (
         "a sparse array is a 2-D matrix, never descriptor sets: the TypeError "
         "names the accepted inputs rather than saying 'sparse'"

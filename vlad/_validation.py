@@ -34,6 +34,15 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
         becomes float32.
     """
     array = np.asarray(values)
+    if array.dtype.kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {name} must hold real numbers; "
+            f"got dtype {array.dtype}"
+        )
+    if array.dtype.kind == "O":
+        # Python numbers in an object array are doubles; numpy's own error
+        # names any value that is not a number.
+        array = array.astype(np.float64)
     if array.dtype.kind not in "fiub":
         raise TypeError(
             f"{name} must hold real numbers; got an array of dtype {array.dtype}"

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from vlad._io import load_npz, save_npz
-from vlad._validation import as_float_matrix, as_offsets, float_dtype_of
+from vlad._validation import as_float_matrix, as_offsets
 
 FORMAT_VERSION = 1
 
@@ -90,6 +90,8 @@ class DescriptorSets:
         for index, block in enumerate(blocks):
             if block.ndim == 1 and block.size == 0:
                 continue
+            if block.dtype.kind not in "fiub":
+                as_float_matrix(block, f"descriptor array {index}")
             if block.ndim != 2:
                 raise ValueError(
                     f"descriptor array {index} must be 2-D of shape (L, n_features); "
@@ -202,7 +204,7 @@ def as_descriptor_sets(values) -> DescriptorSets:
         n_images, length, n_features = values.shape
         descriptors = values.reshape(n_images * length, n_features)
         offsets = np.arange(n_images + 1, dtype=np.int64) * length
-        return DescriptorSets(descriptors.astype(float_dtype_of(values)), offsets)
+        return DescriptorSets(descriptors, offsets)
     if isinstance(values, (list, tuple)):
         return DescriptorSets.from_list(values)
     raise TypeError(
