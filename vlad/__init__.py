@@ -16,12 +16,14 @@ from vlad.assignment import assign
 from vlad.codebook import Codebook, fit_codebook
 from vlad.descriptors import DescriptorSets
 from vlad.encoding import encode
+from vlad.jax_encoding import JaxEncoder
 from vlad.normalization import normalize
 
 __all__ = [
     "AGGREGATORS",
     "Codebook",
     "DescriptorSets",
+    "JaxEncoder",
     "VLADEncoder",
     "__version__",
     "aggregate",

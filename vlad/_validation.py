@@ -77,12 +77,12 @@ def check_finite(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
 
 
-def check_n_features(n_features: int, centers: np.ndarray) -> None:
+def check_n_features(descriptor_features: int, center_features: int) -> None:
     """Raise ``ValueError`` if descriptors and centres differ in dimension."""
-    if n_features != centers.shape[1]:
+    if descriptor_features != center_features:
         raise ValueError(
-            f"descriptors have {n_features} features but the codebook's centers "
-            f"have {centers.shape[1]}; they must match"
+            f"descriptors have {descriptor_features} features but the codebook's "
+            f"centers have {center_features}; they must match"
         )
 
 

@@ -50,7 +50,7 @@ def assign(
     """
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
-    check_n_features(descriptors.shape[1], centers)
+    check_n_features(descriptors.shape[1], centers.shape[1])
     if not np.isfinite(centers).all():
         raise ValueError("centers contain NaN or infinite values")
     return _assign(descriptors, centers, chunk_bytes, resolve_n_jobs(n_jobs))

@@ -382,7 +382,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                 f"{codebook.n_clusters} centres; pass n_clusters="
                 f"{codebook.n_clusters} or use VLADEncoder.from_codebook"
             )
-        check_n_features(sets.n_features, codebook.centers)
+        check_n_features(sets.n_features, codebook.n_features)
         return codebook
 
     def _new_minibatch_kmeans(self, sets: DescriptorSets):

@@ -79,7 +79,7 @@ def encode(
     sets = as_descriptor_sets(descriptor_sets)
     descriptors = sets.descriptors
     centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
-    check_n_features(sets.n_features, centers)
+    check_n_features(sets.n_features, centers.shape[1])
     labels = _assign(descriptors, centers, CHUNK_BYTES, available_cores())
     residuals = np.require(
         function(descriptors, labels, sets.offsets, centers),
