@@ -1540,7 +1540,9 @@ def _mib(size: int | None) -> str:
     return "" if size is None else f"{size / MIB:.1f}"
 
 
-def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> str:
+def markdown_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], align: str
+) -> str:
     """A Markdown table; ``align`` has one ``l`` or ``r`` per column."""
     widths = [
         max(len(header[column]), *(len(row[column]) for row in rows))
@@ -1580,10 +1582,12 @@ def format_table(table: Table) -> str:
         "peak MiB",
         "rel. error",
     )
-    rows = []
+    rows, reasons = [], []
     for m in table.rows:
         if m.skipped is not None:
-            rows.append((m.name, m.skipped, "", "", "", "", ""))
+            status = m.skipped.split(": ", 1)[0]
+            rows.append((m.name, status, "", "", "", "", ""))
+            reasons.append(f"{m.name}: {m.skipped}.")
             continue
         speedup = table.speedup(m)
         rows.append(
@@ -1602,12 +1606,12 @@ def format_table(table: Table) -> str:
         for column in range(len(header))
         if column < 3 or any(row[column] for row in rows)
     ]
-    markdown = _markdown(
+    markdown = markdown_table(
         [header[column] for column in kept],
         [[row[column] for column in kept] for row in rows],
         "l" + "r" * (len(kept) - 1),
     )
-    notes = "\n".join(f"- {note}" for note in table.notes)
+    notes = "\n".join(f"- {note}" for note in [*reasons, *table.notes])
     return f"### {table.title}\n\n{markdown}\n\n{notes}\n"
 
 
@@ -1625,7 +1629,7 @@ def format_sweep(sweep: Sweep) -> str:
         rows.append((name, *cells))
     rows.append(("auto / best", *(_format_ratio(r) for r in sweep.auto_over_best())))
     notes = "\n".join(f"- {note}" for note in sweep.notes)
-    table = _markdown(header, rows, "l" + "r" * len(sweep.rows))
+    table = markdown_table(header, rows, "l" + "r" * len(sweep.rows))
     return f"### Sweep: ns per descriptor against N\n\n{table}\n\n{notes}\n"
 
 
@@ -1643,7 +1647,7 @@ def format_targets(checks: Sequence[TargetCheck]) -> str:
         )
         for check in checks
     ]
-    return f"### Targets (issue 5)\n\n{_markdown(header, rows, 'rllrrl')}\n"
+    return f"### Targets (issue 5)\n\n{markdown_table(header, rows, 'rllrrl')}\n"
 
 
 def format_machine(info: dict) -> str:
