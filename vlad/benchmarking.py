@@ -869,26 +869,32 @@ def benchmark_workload(
     auto = choose_aggregator(descriptors.shape[0], *centers.shape)
     notes = [
         f"`aggregate auto` chose `{auto}`.",
-        *_common_notes(threads, repeats),
+        _settings_note(threads, repeats),
+        COLUMNS_NOTE,
     ]
     return Table(
         workload.name, f"Workload {workload.name}: {workload.describe()}", rows, notes
     )
 
 
-def _common_notes(threads: int | None, repeats: int) -> list[str]:
-    """Notes shared by the tables: settings and how to read the columns."""
+def _settings_note(threads: int | None, repeats: int) -> str:
+    """The note that says how a table was measured."""
     limit = "no thread limit" if threads is None else f"{threads} thread(s)"
-    return [
+    return (
         f"{limit} for BLAS, OpenMP and numba; median and min of up to {repeats} "
-        "calls after a warm-up call.",
-        "Aggregators are timed alone (labels given); `vlad.assign`, the essay's "
-        "methods and `vlad.encode` end to end (essay rows include "
-        "`MiniBatchKMeans.predict`). x floor: median over the median of the "
-        "relevant floor (assignment + aggregation for end-to-end rows). "
-        "peak MiB: largest NumPy allocation during one call, output included, "
-        "input not. rel. error: max |result - float64 reference| / max |reference|.",
-    ]
+        "calls after a warm-up call."
+    )
+
+
+#: How to read the columns of a workload table.
+COLUMNS_NOTE = (
+    "Aggregators are timed alone (labels given); `vlad.assign`, the essay's "
+    "methods and `vlad.encode` end to end (essay rows include "
+    "`MiniBatchKMeans.predict`). x floor: median over the median of the "
+    "relevant floor (assignment + aggregation for end-to-end rows). "
+    "peak MiB: largest NumPy allocation during one call, output included, "
+    "input not. rel. error: max |result - float64 reference| / max |reference|."
+)
 
 
 #: Scatter-adds a bare NumPy encoder of one image may use; the fastest counts.
@@ -1021,7 +1027,7 @@ def benchmark_latency(
         f"bare NumPy kernels: {format_seconds(total)} = product + argmin + "
         f"{fastest_scatter.name} + signed sqrt + L2 (sum of medians); "
         "x bare divides each median by it.",
-        *_common_notes(threads, repeats)[:1],
+        _settings_note(threads, repeats),
     ]
     return table
 
@@ -1164,7 +1170,7 @@ def benchmark_sweep(
         f"{shape}, float32 SIFT-like; median ns per descriptor of the "
         "aggregation alone. `auto` runs the aggregator it chooses, so auto / best "
         "is its dispatch overhead plus timing noise.",
-        *_common_notes(threads, repeats)[:1],
+        _settings_note(threads, repeats),
     ]
     rows = [count * n_descriptors for count in n_images]
     return Sweep(rows, measurements, shape, notes)
