@@ -28,9 +28,7 @@ SETTINGS: dict[str, dict[str, str]] = {
     "no variable set": {},
     "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"},
     "OPENBLAS_NUM_THREADS=1": {"OPENBLAS_NUM_THREADS": "1"},
-    "NUMBA_NUM_THREADS=1": {"NUMBA_NUM_THREADS": "1"},
     "OMP_WAIT_POLICY=passive": {"OMP_WAIT_POLICY": "passive"},
-    "NUMBA_THREADING_LAYER=workqueue": {"NUMBA_THREADING_LAYER": "workqueue"},
 }
 OPERATIONS = ("vlad.assign", "aggregate auto", benchmarking.ENCODE_ROW)
 

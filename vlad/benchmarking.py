@@ -35,7 +35,6 @@ import importlib.util
 import json
 import os
 import platform
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -463,13 +462,13 @@ def relative_error(result, reference: np.ndarray) -> float:
 
 @contextlib.contextmanager
 def limit_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with at most ``threads`` BLAS, OpenMP and numba threads.
+    """Run the block with at most ``threads`` BLAS and OpenMP threads.
 
-    threadpoolctl limits the BLAS and OpenMP pools of the libraries loaded so
-    far and restores them on exit; numba's pool is limited with
-    ``numba.set_num_threads``, which applies to the calling thread only. No
-    environment variable is set. JAX's XLA thread pool cannot be limited once
-    it has started.
+    threadpoolctl limits the pools of the libraries loaded so far (OpenBLAS,
+    scikit-learn's OpenMP) and restores them on exit; no environment variable
+    is set. vlad's own worker threads (``vlad.assign``'s ``n_jobs``, the numba
+    aggregator, ``vlad.encode``) are not pools and keep their defaults, and
+    JAX's XLA pool cannot be limited once it has started.
 
     Parameters
     ----------
@@ -481,26 +480,8 @@ def limit_threads(threads: int | None) -> Iterator[None]:
         return
     from threadpoolctl import threadpool_limits
 
-    numba = _import_if_installed("numba")
     with threadpool_limits(limits=threads):
-        if numba is None:
-            yield
-            return
-        previous = numba.get_num_threads()
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            yield
-        finally:
-            numba.set_num_threads(previous)
-
-
-def _import_if_installed(module: str):
-    """The module if it is installed, else None."""
-    if module in sys.modules:
-        return sys.modules[module]
-    if importlib.util.find_spec(module) is None:
-        return None
-    return importlib.import_module(module)
+        yield
 
 
 def time_calls(
@@ -881,8 +862,8 @@ def _settings_note(threads: int | None, repeats: int) -> str:
     """The note that says how a table was measured."""
     limit = "no thread limit" if threads is None else f"{threads} thread(s)"
     return (
-        f"{limit} for BLAS, OpenMP and numba; median and min of up to {repeats} "
-        "calls after a warm-up call."
+        f"{limit} for BLAS and OpenMP (vlad's own workers: every core); median "
+        f"and min of up to {repeats} calls after a warm-up call."
     )
 
 
@@ -1227,9 +1208,12 @@ def benchmark_threads(
     repeats: int = 5,
     max_seconds: float = MAX_SECONDS,
 ) -> Table:
-    """Time assignment, aggregation and encoding under each thread limit.
+    """Time the product, assignment and encoding under each BLAS thread limit.
 
-    Each row is compared with the same operation under the first limit.
+    ``vlad.assign`` runs both with one worker (``n_jobs=1``, so the BLAS limit
+    decides) and with one worker per thread count; ``vlad.encode`` uses every
+    core for its own workers whatever the BLAS limit. Each row is compared
+    with the same operation's first row.
 
     Parameters
     ----------
@@ -1242,59 +1226,58 @@ def benchmark_threads(
     -------
     Table
     """
-    descriptors, labels = problem.descriptors, problem.labels
-    offsets, centers = problem.offsets, problem.centers
-    operations = {
-        ASSIGNMENT_FLOOR: functools.partial(np.matmul, descriptors, centers.T),
-        "vlad.assign": functools.partial(assign, descriptors, centers),
-        "aggregate auto": functools.partial(
-            AGGREGATORS["auto"], descriptors, labels, offsets, centers
-        ),
-        ENCODE_ROW: functools.partial(
-            encode, problem.sets, centers, **ESSAY_NORMALIZATION
-        ),
-    }
+    descriptors, centers = problem.descriptors, problem.centers
+    product = functools.partial(np.matmul, descriptors, centers.T)
+    encoded = functools.partial(encode, problem.sets, centers, **ESSAY_NORMALIZATION)
 
-    def label(name: str, count: int) -> str:
-        return f"{name} [{count} thread{'s' if count > 1 else ''}]"
+    def assigned(n_jobs: int):
+        return functools.partial(assign, descriptors, centers, n_jobs=n_jobs)
 
-    rows = [
-        measure(
-            label(name, count),
-            function,
-            group=FLOOR,
-            baseline=(label(name, thread_counts[0]),),
-            repeats=repeats,
-            threads=count,
-            memory=False,
-            max_seconds=max_seconds,
-        )
-        for name, function in operations.items()
-        for count in thread_counts
+    def blas(count: int) -> str:
+        return f"BLAS {count} thread{'s' if count > 1 else ''}"
+
+    plan = [
+        *((ASSIGNMENT_FLOOR, blas(n), n, product) for n in thread_counts),
+        *(
+            ("vlad.assign", f"n_jobs=1, {blas(n)}", n, assigned(1))
+            for n in thread_counts
+        ),
+        *(
+            ("vlad.assign", f"n_jobs={n}, BLAS 1 thread each", 1, assigned(n))
+            for n in thread_counts
+            if n > 1
+        ),
+        *((ENCODE_ROW, blas(n), n, encoded) for n in thread_counts),
     ]
+    first: dict[str, str] = {}
+    rows = []
+    for operation, variant, count, function in plan:
+        name = f"{operation} [{variant}]"
+        first.setdefault(operation, name)
+        rows.append(
+            measure(
+                name,
+                function,
+                group=FLOOR,
+                baseline=(first[operation],),
+                repeats=repeats,
+                threads=count,
+                memory=False,
+                max_seconds=max_seconds,
+            )
+        )
     notes = [
-        "Threads limited inside the process with threadpoolctl (BLAS, OpenMP) "
-        f"and numba.set_num_threads; median and min of up to {repeats} calls.",
-        f"numba threading layer: {_numba_threading_layer()}.",
+        "BLAS limited inside the process with threadpoolctl; median and min of up "
+        f"to {repeats} calls. vlad's own worker threads: `n_jobs` where given, "
+        "otherwise every available core.",
     ]
     return Table(
         f"threads {problem.workload.name}",
-        f"BLAS/OpenMP/numba threads: workload {problem.workload.name}",
+        f"BLAS threads and vlad's workers: workload {problem.workload.name}",
         rows,
         notes,
-        ratio_label=f"x {thread_counts[0]} thread",
+        ratio_label="x first row",
     )
-
-
-def _numba_threading_layer() -> str:
-    """The threading layer numba's parallel kernels ran on, if any ran."""
-    numba = sys.modules.get("numba")
-    if numba is None:
-        return "numba not loaded"
-    try:
-        return numba.threading_layer()
-    except ValueError:
-        return "not started"
 
 
 # --------------------------------------------------------------------------
