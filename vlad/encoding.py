@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad._parallel import available_cores
+from vlad._parallel import available_cores, run_ranges
 from vlad._validation import check_n_features
-from vlad.aggregators import resolve_aggregator
+from vlad.aggregators import (
+    AGGREGATORS,
+    aggregate_auto,
+    choose_aggregator,
+    resolve_aggregator,
+)
 from vlad.aggregators._common import image_of_rows
-from vlad.assignment import CHUNK_BYTES, _assign
+from vlad.aggregators.numba_kernel import aggregate_numba
+from vlad.assignment import CHUNK_BYTES, PARALLEL_MIN_ROWS, _assign
 from vlad.codebook import as_centers
 from vlad.descriptors import as_descriptor_sets
+from vlad.fused import fused_residuals, image_blocks
 from vlad.normalization import check_power, normalize_in_place
 
 
@@ -80,18 +87,74 @@ def encode(
     descriptors = sets.descriptors
     centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
     check_n_features(sets.n_features, centers.shape[1])
-    labels = _assign(descriptors, centers, CHUNK_BYTES, available_cores())
+    normalization = {"power": power, "intra": intra, "l2": l2, "mass": mass}
+    if function is aggregate_auto:
+        function = AGGREGATORS[choose_aggregator(descriptors.shape[0], *centers.shape)]
+    n_workers = available_cores()
+    blocks = image_blocks(sets.offsets, centers.shape[0])
+    if _fused_path_applies(function, descriptors.shape[0], len(blocks), n_workers):
+        residuals = _encode_fused(
+            descriptors, sets.offsets, centers, blocks, n_workers, **normalization
+        )
+    else:
+        residuals = _encode_staged(
+            function, descriptors, sets.offsets, centers, n_workers, **normalization
+        )
+    return residuals.reshape(len(sets), -1)
+
+
+def _fused_path_applies(function, n_rows: int, n_blocks: int, n_workers: int) -> bool:
+    """Whether :func:`encode` can use the fused numba pass.
+
+    Only for the ``numba`` aggregator, and not when a few huge images would
+    leave workers idle: then assignment is threaded over rows instead.
+    """
+    if function is not aggregate_numba:
+        return False
+    return n_blocks >= n_workers or n_rows < PARALLEL_MIN_ROWS
+
+
+def _encode_fused(
+    descriptors, offsets, centers, blocks, n_workers, *, power, intra, l2, mass
+) -> np.ndarray:
+    """Assign, aggregate and normalise block by block, blocks across threads."""
+    n_images = offsets.shape[0] - 1
+    n_clusters, n_features = centers.shape
+    residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)
+    counts = np.empty((n_images, n_clusters), dtype=np.int64)
+
+    def encode_block(first: int, last: int) -> None:
+        fused_residuals(
+            descriptors, offsets, centers, first, last, CHUNK_BYTES, residuals, counts
+        )
+        normalize_in_place(
+            residuals[first:last],
+            power=power,
+            intra=intra,
+            l2=l2,
+            counts=counts[first:last] if mass else None,
+        )
+
+    run_ranges(encode_block, blocks, n_workers)
+    return residuals
+
+
+def _encode_staged(
+    function, descriptors, offsets, centers, n_workers, *, power, intra, l2, mass
+) -> np.ndarray:
+    """Assign all descriptors, then aggregate with ``function``, then normalise."""
+    labels = _assign(descriptors, centers, CHUNK_BYTES, n_workers)
     residuals = np.require(
-        function(descriptors, labels, sets.offsets, centers),
+        function(descriptors, labels, offsets, centers),
         dtype=descriptors.dtype,
         requirements=["C", "W"],
     )
     counts = None
     if mass:
-        n_images, n_clusters = len(sets), centers.shape[0]
+        n_images, n_clusters = offsets.shape[0] - 1, centers.shape[0]
         counts = np.bincount(
-            image_of_rows(sets.offsets) * n_clusters + labels,
+            image_of_rows(offsets) * n_clusters + labels,
             minlength=n_images * n_clusters,
         ).reshape(n_images, n_clusters)
     normalize_in_place(residuals, power=power, intra=intra, l2=l2, counts=counts)
-    return residuals.reshape(len(sets), -1)
+    return residuals

@@ -1,0 +1,173 @@
+"""Assignment and aggregation fused in one pass over the descriptors (numba).
+
+:func:`vlad.encode`'s fast path. A worker takes a block of whole images; for
+each cache-sized chunk of their rows, NumPy's matrix product gives ``-2 c.x``
+for every centre and row (as ``(K, rows)``, the faster orientation for BLAS
+here), and compiled loops add ``|c|^2``, take the argmin and add each row into
+its image's float64 ``(K, F)`` accumulator while the chunk is still in cache.
+This saves the second pass over the descriptors, the ``(rows, K)`` addition of
+squared norms and NumPy's argmin over short rows. Labels are the nearest
+centres as :func:`vlad.assign` finds them, up to float rounding in near-ties.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from vlad.assignment import _raise_non_finite
+
+#: Rows of one worker's block (whole images): large enough to amortise the
+#: hand-off, small enough that every worker gets several blocks.
+ROWS_PER_BLOCK = 16_384
+
+
+def image_blocks(offsets: np.ndarray, n_clusters: int) -> list[tuple[int, int]]:
+    """Split images into contiguous blocks of about ``ROWS_PER_BLOCK`` rows.
+
+    Each image also weighs ``n_clusters`` rows (writing its ``K`` result blocks),
+    so that many empty images still make several blocks.
+    """
+    n_images = offsets.shape[0] - 1
+    weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
+    n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
+    targets = np.linspace(0, weights[-1], n_blocks + 1)[1:-1]
+    cuts = np.searchsorted(weights, targets)
+    bounds = np.unique(np.concatenate([[0], cuts, [n_images]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def fused_residuals(
+    descriptors: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+    first: int,
+    last: int,
+    chunk_bytes: int,
+    residuals: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """Write residual sums and counts of images ``first:last``.
+
+    Parameters
+    ----------
+    descriptors : ndarray of shape (n_descriptors, n_features)
+    offsets : ndarray of int64 of shape (n_images + 1,)
+    centers : ndarray of shape (n_clusters, n_features), descriptors' dtype
+    first, last : int
+        The block of images to process.
+    chunk_bytes : int
+        Bound on one chunk's ``(rows, K)`` product matrix.
+    residuals : ndarray of shape (n_images, n_clusters, n_features)
+        Output; rows ``first:last`` are written.
+    counts : ndarray of int64 of shape (n_images, n_clusters)
+        Output; rows ``first:last`` are written.
+
+    Raises
+    ------
+    ValueError
+        A descriptor is NaN or infinite, or its distances overflow.
+    """
+    accumulate, flush = _compiled_kernels()
+    n_clusters, n_features = centers.shape
+    scaled_centers = np.ascontiguousarray(-2.0 * centers)
+    squared_norms = np.einsum("kf,kf->k", centers, centers)
+    sums = np.zeros((n_clusters, n_features), dtype=np.float64)
+    image_counts = np.zeros(n_clusters, dtype=np.int64)
+    rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
+    row_start, row_stop = int(offsets[first]), int(offsets[last])
+    chunk_rows = min(rows_per_chunk, row_stop - row_start)
+    products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
+    labels = np.empty(chunk_rows, dtype=np.intp)
+    image = first
+    for start in range(row_start, row_stop, rows_per_chunk):
+        stop = min(start + rows_per_chunk, row_stop)
+        block = products[:, : stop - start]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
+        image, bad_row = accumulate(
+            descriptors, block, squared_norms, centers, offsets, start, stop, image,
+            labels, sums, image_counts, residuals, counts,
+        )  # fmt: skip
+        if bad_row >= 0:
+            _raise_non_finite(descriptors[bad_row : bad_row + 1], bad_row)
+    flush(centers, image, last, sums, image_counts, residuals, counts)
+
+
+@functools.cache
+def _compiled_kernels():
+    """Compile the kernels on first use (numba is imported only then)."""
+    try:
+        import numba
+    except ImportError:
+        raise ImportError(
+            "the 'numba' aggregator requires numba; install it with: "
+            "pip install 'vlad[numba]'"
+        ) from None
+
+    @numba.njit(nogil=True, cache=True)
+    def finish_image(centers, image, sums, image_counts, residuals, counts):
+        """Write one image's residuals and counts; reset the accumulator."""
+        n_clusters, n_features = centers.shape
+        for k in range(n_clusters):
+            for f in range(n_features):
+                residuals[image, k, f] = sums[k, f] - image_counts[k] * np.float64(
+                    centers[k, f]
+                )
+                sums[k, f] = 0.0
+            counts[image, k] = image_counts[k]
+            image_counts[k] = 0
+
+    @numba.njit(nogil=True, cache=True, boundscheck=False)
+    def nearest(products, squared_norms, labels):
+        """Argmin over centres of ``products[:, i] + squared_norms`` for each
+        row ``i`` (ties to the lowest centre); returns the first row whose
+        nearest distance is not finite (-1 if none)."""
+        n_clusters, n_rows = products.shape
+        best = products[0] + squared_norms[0]
+        labels[:n_rows] = 0
+        for k in range(1, n_clusters):
+            for i in range(n_rows):
+                distance = products[k, i] + squared_norms[k]
+                if distance < best[i]:
+                    best[i] = distance
+                    labels[i] = k
+        for i in range(n_rows):
+            if not np.isfinite(best[i]):
+                return i
+        return -1
+
+    @numba.njit(nogil=True, cache=True, boundscheck=False)
+    def accumulate(
+        descriptors, products, squared_norms, centers, offsets, start, stop, image,
+        labels, sums, image_counts, residuals, counts,
+    ):  # fmt: skip
+        """Label rows ``start:stop`` and add them to their image's sums.
+
+        ``image`` is the image of row ``start``; images completed on the way
+        are written out. Returns the image of row ``stop`` and the first row
+        whose nearest distance is not finite (-1 if none).
+        """
+        bad = nearest(products, squared_norms, labels)
+        if bad >= 0:
+            return image, start + bad
+        n_features = descriptors.shape[1]
+        for row in range(start, stop):
+            while offsets[image + 1] <= row:
+                finish_image(centers, image, sums, image_counts, residuals, counts)
+                image += 1
+            label = labels[row - start]
+            image_counts[label] += 1
+            for f in range(n_features):
+                sums[label, f] += descriptors[row, f]
+        return image, -1
+
+    @numba.njit(nogil=True, cache=True)
+    def flush(centers, image, last, sums, image_counts, residuals, counts):
+        """Write out images ``image:last`` (the last one in progress, the rest
+        empty)."""
+        for t in range(image, last):
+            finish_image(centers, t, sums, image_counts, residuals, counts)
+
+    return accumulate, flush
