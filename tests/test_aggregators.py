@@ -21,7 +21,6 @@ from vlad.aggregators import (
     _common,
     choose_aggregator,
     jax_kernel,
-    numba_kernel,
     resolve_aggregator,
 )
 
@@ -230,16 +229,19 @@ def test_missing_jax_gives_install_hint(monkeypatch):
         vlad.aggregate(np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), method="jax")
 
 
-def test_missing_numba_gives_install_hint(monkeypatch):
+@pytest.mark.parametrize("method", ["numba", "auto"])
+def test_missing_numba_gives_install_hint(method, monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)
-    numba_kernel._compiled_kernel.cache_clear()
-    try:
-        with pytest.raises(ImportError, match=r"pip install 'vlad\[numba\]'"):
-            vlad.aggregate(
-                np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), method="numba"
-            )
-    finally:
-        numba_kernel._compiled_kernel.cache_clear()
+    arguments = (np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)))
+    if method == "auto":  # falls back to an aggregator that needs no numba
+        monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+        np.testing.assert_array_equal(vlad.aggregate(*arguments, method="auto"), 0)
+        np.testing.assert_array_equal(vlad.encode([arguments[0]], arguments[3]), 0)
+        return
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[numba\]'"):
+        vlad.aggregate(*arguments, method=method)
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[numba\]'"):
+        vlad.encode([arguments[0]], arguments[3], aggregator=method)
 
 
 def test_jax_compiles_once_per_bucket():

@@ -12,10 +12,9 @@ centres as :func:`vlad.assign` finds them, up to float rounding in near-ties.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from vlad._kernels import numba_kernels
 from vlad.assignment import _raise_non_finite
 
 #: Rows of one worker's block (whole images): large enough to amortise the
@@ -69,7 +68,7 @@ def fused_residuals(
     ValueError
         A descriptor is NaN or infinite, or its distances overflow.
     """
-    accumulate, flush = _compiled_kernels()
+    kernels = numba_kernels()
     n_clusters, n_features = centers.shape
     scaled_centers = np.ascontiguousarray(-2.0 * centers)
     squared_norms = np.einsum("kf,kf->k", centers, centers)
@@ -86,88 +85,13 @@ def fused_residuals(
         block = products[:, : stop - start]
         with np.errstate(over="ignore", invalid="ignore"):
             np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
-        image, bad_row = accumulate(
-            descriptors, block, squared_norms, centers, offsets, start, stop, image,
-            labels, sums, image_counts, residuals, counts,
-        )  # fmt: skip
+        bad_row = kernels.nearest(block, squared_norms, labels)
         if bad_row >= 0:
-            _raise_non_finite(descriptors[bad_row : bad_row + 1], bad_row)
-    flush(centers, image, last, sums, image_counts, residuals, counts)
-
-
-@functools.cache
-def _compiled_kernels():
-    """Compile the kernels on first use (numba is imported only then)."""
-    try:
-        import numba
-    except ImportError:
-        raise ImportError(
-            "the 'numba' aggregator requires numba; install it with: "
-            "pip install 'vlad[numba]'"
-        ) from None
-
-    @numba.njit(nogil=True, cache=True)
-    def finish_image(centers, image, sums, image_counts, residuals, counts):
-        """Write one image's residuals and counts; reset the accumulator."""
-        n_clusters, n_features = centers.shape
-        for k in range(n_clusters):
-            for f in range(n_features):
-                residuals[image, k, f] = sums[k, f] - image_counts[k] * np.float64(
-                    centers[k, f]
-                )
-                sums[k, f] = 0.0
-            counts[image, k] = image_counts[k]
-            image_counts[k] = 0
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def nearest(products, squared_norms, labels):
-        """Argmin over centres of ``products[:, i] + squared_norms`` for each
-        row ``i`` (ties to the lowest centre); returns the first row whose
-        nearest distance is not finite (-1 if none)."""
-        n_clusters, n_rows = products.shape
-        best = products[0] + squared_norms[0]
-        labels[:n_rows] = 0
-        for k in range(1, n_clusters):
-            for i in range(n_rows):
-                distance = products[k, i] + squared_norms[k]
-                if distance < best[i]:
-                    best[i] = distance
-                    labels[i] = k
-        for i in range(n_rows):
-            if not np.isfinite(best[i]):
-                return i
-        return -1
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def accumulate(
-        descriptors, products, squared_norms, centers, offsets, start, stop, image,
-        labels, sums, image_counts, residuals, counts,
-    ):  # fmt: skip
-        """Label rows ``start:stop`` and add them to their image's sums.
-
-        ``image`` is the image of row ``start``; images completed on the way
-        are written out. Returns the image of row ``stop`` and the first row
-        whose nearest distance is not finite (-1 if none).
-        """
-        bad = nearest(products, squared_norms, labels)
-        if bad >= 0:
-            return image, start + bad
-        n_features = descriptors.shape[1]
-        for row in range(start, stop):
-            while offsets[image + 1] <= row:
-                finish_image(centers, image, sums, image_counts, residuals, counts)
-                image += 1
-            label = labels[row - start]
-            image_counts[label] += 1
-            for f in range(n_features):
-                sums[label, f] += descriptors[row, f]
-        return image, -1
-
-    @numba.njit(nogil=True, cache=True)
-    def flush(centers, image, last, sums, image_counts, residuals, counts):
-        """Write out images ``image:last`` (the last one in progress, the rest
-        empty)."""
-        for t in range(image, last):
-            finish_image(centers, t, sums, image_counts, residuals, counts)
-
-    return accumulate, flush
+            _raise_non_finite(
+                descriptors[start + bad_row : start + bad_row + 1], start + bad_row
+            )
+        image = kernels.add_rows(
+            descriptors, labels, start, offsets, start, stop, image, centers,
+            sums, image_counts, residuals, counts,
+        )  # fmt: skip
+    kernels.flush(centers, image, last, sums, image_counts, residuals, counts)

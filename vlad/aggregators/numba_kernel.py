@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from vlad._kernels import numba_kernels
 from vlad._parallel import available_cores, balanced_ranges, run_ranges
 
 #: Below this many descriptors, threads cost more than they save.
@@ -21,49 +20,21 @@ def aggregate_numba(descriptors, labels, offsets, centers):
     threads (no OpenMP pool that spin-waits between calls). Requires numba
     (``pip install 'vlad[numba]'``); compiled once per dtype and cached on disk.
     """
-    kernel = _compiled_kernel()
+    kernels = numba_kernels()
     n_images = offsets.shape[0] - 1
     n_clusters, n_features = centers.shape
     residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)
+    counts = np.empty((n_images, n_clusters), dtype=np.int64)
     n_parts = available_cores() if descriptors.shape[0] >= PARALLEL_MIN_ROWS else 1
 
     def aggregate_images(first: int, last: int) -> None:
-        kernel(descriptors, labels, offsets, centers, residuals, first, last)
+        sums = np.zeros((n_clusters, n_features), dtype=np.float64)
+        image_counts = np.zeros(n_clusters, dtype=np.int64)
+        image = kernels.add_rows(
+            descriptors, labels, 0, offsets, offsets[first], offsets[last], first,
+            centers, sums, image_counts, residuals, counts,
+        )  # fmt: skip
+        kernels.flush(centers, image, last, sums, image_counts, residuals, counts)
 
     run_ranges(aggregate_images, balanced_ranges(offsets, n_parts), n_parts)
     return residuals
-
-
-@functools.cache
-def _compiled_kernel():
-    """Compile the kernel on first use (numba is imported only then)."""
-    try:
-        import numba
-    except ImportError:
-        raise ImportError(
-            "the 'numba' aggregator requires numba; install it with: "
-            "pip install 'vlad[numba]'"
-        ) from None
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def scatter_residuals(
-        descriptors, labels, offsets, centers, residuals, first, last
-    ):
-        n_clusters, n_features = centers.shape
-        sums = np.empty((n_clusters, n_features), dtype=np.float64)
-        counts = np.empty(n_clusters, dtype=np.int64)
-        for t in range(first, last):
-            sums[:] = 0.0
-            counts[:] = 0
-            for row in range(offsets[t], offsets[t + 1]):
-                k = labels[row]
-                counts[k] += 1
-                for f in range(n_features):
-                    sums[k, f] += descriptors[row, f]
-            for k in range(n_clusters):
-                for f in range(n_features):
-                    residuals[t, k, f] = sums[k, f] - counts[k] * np.float64(
-                        centers[k, f]
-                    )
-
-    return scatter_residuals
