@@ -16,7 +16,7 @@ N_FEATURES = 128
 #: Keypoint diameters, in pixels, of the dense grid's scales.
 DENSE_SIZES = (8.0, 16.0, 32.0)
 #: Smallest spacing, in pixels, of the dense grid.
-DENSE_MIN_STEP = 4
+DENSE_MIN_STEP = 8
 #: L1 norms below this count as this, so that an all-zero descriptor stays zero.
 L1_FLOOR = 1e-12
 
@@ -141,9 +141,11 @@ def _extract(image: np.ndarray, options: SiftOptions) -> np.ndarray:
 
     image = _shrink_to(image, options.max_side)
     if options.dense:
-        sift = cv2.SIFT_create()
         keypoints = _dense_grid(image.shape, options.max_keypoints)
-        keypoints, descriptors = sift.compute(image, keypoints)
+        if not keypoints:
+            # OpenCV fails on an empty list (images a few pixels across).
+            return np.zeros((0, N_FEATURES), dtype=np.float32)
+        keypoints, descriptors = cv2.SIFT_create().compute(image, keypoints)
     else:
         sift = cv2.SIFT_create(nfeatures=options.max_keypoints)
         keypoints, descriptors = sift.detectAndCompute(image, None)
