@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -27,8 +28,7 @@ class _StderrHandler(logging.Handler):
             message = self.format(record)
             if record.levelno >= logging.WARNING:
                 message = f"{record.levelname.lower()}: {message}"
-            stream = click.get_text_stream("stderr")
-            if stream.isatty():
+            if sys.stderr.isatty():
                 # Clear a progress bar drawn on this line before writing.
                 message = "\r\033[K" + message
             click.echo(message, err=True)
@@ -66,8 +66,7 @@ def progress_bar(
     Yields None, for no bar, when ``verbosity`` is negative or stderr is not a
     terminal.
     """
-    stream = click.get_text_stream("stderr")
-    if verbosity < 0 or not stream.isatty():
+    if verbosity < 0 or not sys.stderr.isatty():
         yield None
         return
     with contextlib.ExitStack() as stack:
@@ -76,7 +75,7 @@ def progress_bar(
         def advance(n_done: int, n_total: int) -> None:
             if not bars:
                 bar = click.progressbar(
-                    length=n_total, label=label, file=stream, show_pos=True
+                    length=n_total, label=label, file=sys.stderr, show_pos=True
                 )
                 bars.append(stack.enter_context(bar))
             bars[0].update(1)

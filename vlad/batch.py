@@ -387,6 +387,12 @@ def encode_images(
             vectors, report, codebook, input_list, sets.metadata, encoding
         )
     options = _options_for(codebook, descriptor_options)
+    logger.debug(
+        "descriptors: %s, max_side=%d, max_keypoints=%d",
+        options.kind,
+        options.max_side,
+        options.max_keypoints,
+    )
     _check_same_kind(options, codebook)
     check_n_features(N_FEATURES, codebook.centers)
     images = find_images(inputs)
@@ -507,6 +513,7 @@ def _keep_readable(
                 image.name,
             )
             report.empty.append(image.name)
+        logger.debug("%s: %d descriptors", image.name, len(descriptors))
         report.names.append(image.name)
         blocks.append(descriptors)
     return blocks

@@ -63,13 +63,15 @@ def save_vectors(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
             f"got shape {vectors.shape}"
         )
+    # Undecodable bytes in file names round-trip instead of failing here.
+    names_text = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
+    # Serialised before any file is touched: a record that cannot be written
+    # leaves all three files as they were.
+    record_text = (json.dumps(record, indent=2) + "\n").encode()
     with atomic_write(names_path) as handle:
-        # Undecodable bytes in file names round-trip instead of failing here.
-        handle.write(
-            "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
-        )
+        handle.write(names_text)
     with atomic_write(record_path) as handle:
-        handle.write((json.dumps(record, indent=2) + "\n").encode())
+        handle.write(record_text)
     with atomic_write(vectors_path) as handle:
         np.save(handle, vectors)
 
