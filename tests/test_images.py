@@ -188,3 +188,29 @@ def test_as_grey_image_scales_to_uint8(image, expected):
 def test_as_grey_image_rejects_what_it_cannot_convert(image, error, message):
     with pytest.raises(error, match=message):
         as_grey_image(image)
+
+
+def with_exif_orientation(jpeg: bytes, orientation: int) -> bytes:
+    """``jpeg`` with an EXIF segment holding only an orientation tag."""
+    tiff = (
+        b"MM\x00\x2a\x00\x00\x00\x08"  # big-endian TIFF header, first IFD at 8
+        + b"\x00\x01"  # one entry
+        + b"\x01\x12\x00\x03\x00\x00\x00\x01"  # Orientation, SHORT, count 1
+        + orientation.to_bytes(2, "big")
+        + b"\x00\x00"
+        + b"\x00\x00\x00\x00"  # no next IFD
+    )
+    payload = b"Exif\x00\x00" + tiff
+    segment = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return jpeg[:2] + segment + jpeg[2:]
+
+
+def test_exif_orientation_is_applied(tmp_path):
+    image = np.zeros((20, 40), np.uint8)
+    image[:, :10] = 255
+    ok, encoded = cv2.imencode(".jpg", image)
+    path = tmp_path / "turned.jpg"
+    path.write_bytes(with_exif_orientation(encoded.tobytes(), 6))
+    turned = read_image(path)
+    assert turned.shape == (40, 20)
+    assert turned[:10].mean() > 200 and turned[-10:].mean() < 50
