@@ -33,8 +33,9 @@ from vlad.sift import N_FEATURES, SiftOptions, _extract
 
 logger = logging.getLogger(__name__)
 
-#: Images whose descriptors :func:`encode_images` holds in memory at once.
-ENCODE_CHUNK_IMAGES = 256
+#: Images whose descriptors :func:`encode_images` holds in memory at once (at the
+#: default 2000 keypoints, up to 1 MB each).
+ENCODE_CHUNK_IMAGES = 64
 #: Suffixes of the descriptor files that :func:`read_descriptor_sets` reads.
 DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz")
 
