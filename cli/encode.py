@@ -87,7 +87,7 @@ def encode(
     mass: bool,
     l2: bool,
     descriptor_options: dict,
-    jobs: int | None,
+    n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
 ) -> None:
@@ -124,7 +124,7 @@ def encode(
             intra=intra,
             l2=l2,
             mass=mass,
-            jobs=jobs,
+            n_jobs=n_jobs,
             progress=progress,
         )
         save_vectors(output, result.vectors, result.names, result.record())

@@ -39,7 +39,7 @@ def extract(
     inputs: tuple[Path, ...],
     output: Path,
     descriptor_options: dict,
-    jobs: int | None,
+    n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
 ) -> None:
@@ -58,7 +58,7 @@ def extract(
     check_outputs([output], overwrite)
     with library_errors(), progress_bar(verbosity, "Extracting") as progress:
         sets, report = extract_images(
-            inputs, descriptor_options, jobs=jobs, progress=progress
+            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
         )
         sets.save(output)
     logger.info(

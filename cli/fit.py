@@ -57,7 +57,7 @@ def fit(
     sample: int,
     seed: int,
     descriptor_options: dict,
-    jobs: int | None,
+    n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
 ) -> None:
@@ -80,7 +80,7 @@ def fit(
             sample=sample,
             seed=seed,
             descriptor_options=descriptor_options,
-            jobs=jobs,
+            n_jobs=n_jobs,
             progress=progress,
         )
         codebook.save(output)

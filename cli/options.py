@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from vlad.batch import resolve_jobs
+from vlad._parallel import resolve_n_jobs
 from vlad.sift import SiftOptions
 from vlad_cli.helpers import log_to_stderr
 
@@ -51,7 +51,7 @@ overwrite_option = click.option(
 
 def _check_jobs(ctx, param, value: int | None) -> int | None:
     try:
-        resolve_jobs(value)
+        resolve_n_jobs(value)
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
     return value
@@ -60,12 +60,12 @@ def _check_jobs(ctx, param, value: int | None) -> int | None:
 jobs_option = click.option(
     "-j",
     "--jobs",
+    "n_jobs",
     type=int,
     default=None,
     callback=_check_jobs,
     show_default="all cores",
-    help="Images processed in parallel; -1 is every core, -2 all but one. "
-    "Results do not depend on it.",
+    help="Images processed in parallel (-1: every core). Results do not depend on it.",
 )
 
 

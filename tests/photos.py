@@ -31,7 +31,7 @@ MESSY_NAMES = ["blank.png", "chelsea.jpg", "sub/coffee.JPG"]
 def fit_fast_codebook(path: Path) -> Path:
     """Fit a 16-centre codebook on the bundled photos at FAST_OPTIONS; save it."""
     codebook, _ = vlad.fit_codebook_to_images(
-        DATA, 16, descriptor_options=FAST_OPTIONS, jobs=2
+        DATA, 16, descriptor_options=FAST_OPTIONS, n_jobs=2
     )
     codebook.save(path)
     return path

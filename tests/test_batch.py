@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 
@@ -27,7 +26,6 @@ from vlad.batch import (
     fit_codebook_to_images,
     map_in_order,
     read_descriptor_sets,
-    resolve_jobs,
 )
 from vlad.images import read_image
 from vlad.sift import SiftOptions, extract_sift
@@ -42,7 +40,7 @@ def codebook(tmp_path_factory):
 @pytest.fixture(scope="module")
 def photo_sets():
     """Descriptors of the bundled photos at FAST_OPTIONS, on two jobs."""
-    sets, _ = extract_images(DATA, FAST_OPTIONS, jobs=2)
+    sets, _ = extract_images(DATA, FAST_OPTIONS, n_jobs=2)
     return sets
 
 
@@ -59,16 +57,16 @@ def test_extract_images_describes_each_image_as_extract_sift_does(photo_sets):
     assert photo_sets.metadata == SiftOptions(**FAST_OPTIONS).record()
 
 
-@pytest.mark.parametrize("jobs", [1, 3, -1])
-def test_results_do_not_depend_on_jobs(photo_sets, jobs):
-    sets, _ = extract_images(DATA, FAST_OPTIONS, jobs=jobs)
+@pytest.mark.parametrize("n_jobs", [1, 3, -1, None])
+def test_results_do_not_depend_on_n_jobs(photo_sets, n_jobs):
+    sets, _ = extract_images(DATA, FAST_OPTIONS, n_jobs=n_jobs)
     np.testing.assert_array_equal(sets.descriptors, photo_sets.descriptors)
     np.testing.assert_array_equal(sets.offsets, photo_sets.offsets)
 
 
 def test_bad_files_are_skipped_reported_and_warned_about(messy_folder, caplog):
     with caplog.at_level(logging.WARNING, logger="vlad"):
-        sets, report = extract_images(messy_folder, jobs=2)
+        sets, report = extract_images(messy_folder, n_jobs=2)
     assert sets.names == report.names == MESSY_NAMES
     assert report.n_found == 6
     assert sorted(report.skipped) == sorted(MESSY_SKIPPED)
@@ -82,7 +80,7 @@ def test_bad_files_are_skipped_reported_and_warned_about(messy_folder, caplog):
 
 
 def test_bad_files_get_no_row_and_textureless_images_a_zero_row(messy_folder, codebook):
-    result = encode_images(messy_folder, codebook, jobs=2)
+    result = encode_images(messy_folder, codebook, n_jobs=2)
     assert result.names == MESSY_NAMES
     assert np.isfinite(result.vectors).all()
     assert not result.vectors[0].any()
@@ -97,7 +95,7 @@ def test_bad_files_get_no_row_and_textureless_images_a_zero_row(messy_folder, co
 
 def test_dense_keypoints_describe_the_textureless_image(messy_folder):
     options = {"dense": True, **FAST_OPTIONS}
-    sets, report = extract_images(messy_folder, options, jobs=2)
+    sets, report = extract_images(messy_folder, options, n_jobs=2)
     assert report.empty == [] and sets.lengths.min() > 0
 
 
@@ -105,11 +103,11 @@ def test_nothing_readable_is_an_error(tmp_path):
     (tmp_path / "a.jpg").write_bytes(b"")
     (tmp_path / "b.png").write_text("text")
     with pytest.raises(ValueError, match=r"none of the 2 images .* could be read"):
-        extract_images(tmp_path, jobs=1)
+        extract_images(tmp_path, n_jobs=1)
 
 
 def test_encode_images_equals_encode_on_the_same_descriptors(photo_sets, codebook):
-    result = encode_images(DATA, codebook, jobs=2)
+    result = encode_images(DATA, codebook, n_jobs=2)
     np.testing.assert_array_equal(result.vectors, vlad.encode(photo_sets, codebook))
     assert result.vectors.dtype == np.float32
     assert result.names == PHOTOS
@@ -117,7 +115,7 @@ def test_encode_images_equals_encode_on_the_same_descriptors(photo_sets, codeboo
 
 def test_encoding_in_chunks_changes_nothing(photo_sets, codebook, monkeypatch):
     monkeypatch.setattr(vlad.batch, "ENCODE_CHUNK_IMAGES", 3)
-    result = encode_images(DATA, codebook, power=0.5, mass=True, jobs=2)
+    result = encode_images(DATA, codebook, power=0.5, mass=True, n_jobs=2)
     expected = vlad.encode(photo_sets, codebook, power=0.5, mass=True)
     np.testing.assert_allclose(result.vectors, expected, rtol=1e-6, atol=1e-7)
 
@@ -126,7 +124,7 @@ def test_the_codebook_records_descriptor_options_and_encoding_reuses_them(
     codebook,
 ):
     assert codebook.metadata["descriptor"]["max_side"] == FAST_OPTIONS["max_side"]
-    result = encode_images(DATA / "rocket.jpg", codebook, jobs=1)
+    result = encode_images(DATA / "rocket.jpg", codebook, n_jobs=1)
     assert result.descriptor == SiftOptions(**FAST_OPTIONS).record()
     overridden = encode_images(
         DATA / "rocket.jpg", codebook, descriptor_options={"max_keypoints": 50}
@@ -163,7 +161,7 @@ def test_a_codebook_of_another_dimension_is_refused(tmp_path):
 def test_descriptor_files_encode_like_their_images(tmp_path, photo_sets, codebook):
     photo_sets.save(tmp_path / "descriptors.npz")
     from_file = encode_images(tmp_path / "descriptors.npz", codebook)
-    from_images = encode_images(DATA, codebook, jobs=2)
+    from_images = encode_images(DATA, codebook, n_jobs=2)
     np.testing.assert_array_equal(from_file.vectors, from_images.vectors)
     assert from_file.names == from_images.names
     assert from_file.descriptor == from_images.descriptor
@@ -218,7 +216,7 @@ def test_missing_jax_fails_before_any_image_is_read(codebook, monkeypatch):
 
 def test_progress_is_reported_after_each_image(codebook):
     calls = []
-    encode_images(DATA, codebook, jobs=2, progress=lambda *args: calls.append(args))
+    encode_images(DATA, codebook, n_jobs=2, progress=lambda *args: calls.append(args))
     assert calls == [(n, len(PHOTOS)) for n in range(1, len(PHOTOS) + 1)]
 
 
@@ -229,7 +227,7 @@ def test_map_in_order_keeps_order_and_uses_threads():
         threads.add(threading.get_ident())
         return value * value
 
-    assert list(map_in_order(square, range(50), jobs=4)) == [v * v for v in range(50)]
+    assert list(map_in_order(square, range(50), n_jobs=4)) == [v * v for v in range(50)]
     assert threading.get_ident() not in threads
 
 
@@ -240,14 +238,10 @@ def test_map_in_order_raises_what_the_function_raises():
         return value
 
     with pytest.raises(ValueError, match="three"):
-        list(map_in_order(fail_on_three, range(10), jobs=2))
+        list(map_in_order(fail_on_three, range(10), n_jobs=2))
 
 
-def test_resolve_jobs():
-    cores = len(os.sched_getaffinity(0))
-    assert resolve_jobs(None) == resolve_jobs(-1) == cores
-    assert resolve_jobs(3) == 3
-    assert resolve_jobs(-cores - 5) == 1
-    for bad in (0, 1.5, True):
-        with pytest.raises(ValueError, match="jobs must be"):
-            resolve_jobs(bad)
+@pytest.mark.parametrize(("n_jobs", "error"), [(0, ValueError), (1.5, TypeError)])
+def test_bad_n_jobs_are_refused(n_jobs, error):
+    with pytest.raises(error, match="n_jobs must be"):
+        extract_images(DATA, n_jobs=n_jobs)

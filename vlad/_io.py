@@ -85,14 +85,18 @@ def load_npz(
             arrays = {name: archive[name] for name in required}
             metadata = json.loads(str(archive["metadata"]))
     except (OSError, zipfile.BadZipFile, EOFError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path} is not a readable vlad {kind} file ({error})") from None
+        raise ValueError(
+            f"{path} is not a readable vlad {kind} file ({error})"
+        ) from None
     except ValueError as error:
         if "is not a vlad" in str(error):
             raise
-        raise ValueError(f"{path} is not a readable vlad {kind} file ({error})") from None
-    if not isinstance(metadata, dict) or metadata.get("format") != kind:
         raise ValueError(
-            f"{path} is not a vlad {kind} file (its metadata says "
-            f"format={metadata.get('format') if isinstance(metadata, dict) else None!r})"
+            f"{path} is not a readable vlad {kind} file ({error})"
+        ) from None
+    found = metadata.get("format") if isinstance(metadata, dict) else None
+    if found != kind:
+        raise ValueError(
+            f"{path} is not a vlad {kind} file (its metadata says format={found!r})"
         )
     return arrays, metadata

@@ -34,6 +34,15 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
         becomes float32.
     """
     array = np.asarray(values)
+    if array.dtype.kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {name} must hold real numbers; "
+            f"got dtype {array.dtype}"
+        )
+    if array.dtype.kind == "O":
+        # Python numbers in an object array are doubles; numpy's own error
+        # names any value that is not a number.
+        array = array.astype(np.float64)
     if array.dtype.kind not in "fiub":
         raise TypeError(
             f"{name} must hold real numbers; got an array of dtype {array.dtype}"
@@ -68,12 +77,12 @@ def check_finite(array: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
 
 
-def check_n_features(n_features: int, centers: np.ndarray) -> None:
+def check_n_features(descriptor_features: int, center_features: int) -> None:
     """Raise ``ValueError`` if descriptors and centres differ in dimension."""
-    if n_features != centers.shape[1]:
+    if descriptor_features != center_features:
         raise ValueError(
-            f"descriptors have {n_features} features but the codebook's centers "
-            f"have {centers.shape[1]}; they must match"
+            f"descriptors have {descriptor_features} features but the codebook's "
+            f"centers have {center_features}; they must match"
         )
 
 
@@ -109,7 +118,7 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
             f"labels must have shape ({n_rows},), one per descriptor; "
             f"got shape {array.shape}"
         )
-    if array.dtype.kind not in "iu":
+    if array.dtype.kind not in "iu" and array.size:
         raise TypeError(f"labels must hold integers; got dtype {array.dtype}")
     if n_rows:
         low, high = int(array.min()), int(array.max())

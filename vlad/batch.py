@@ -23,6 +23,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from vlad._parallel import resolve_n_jobs
 from vlad._validation import check_n_features
 from vlad._version import __version__
 from vlad.codebook import Codebook, fit_codebook
@@ -131,43 +132,11 @@ class EncodedImages:
         }
 
 
-def resolve_jobs(jobs: int | None) -> int:
-    """Number of worker threads that ``jobs`` asks for.
-
-    Parameters
-    ----------
-    jobs : int or None
-        A positive count; None or -1 for every available core; ``-n`` for all
-        but ``n - 1`` of them (as in joblib).
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
-    available = _available_cores()
-    if jobs is None:
-        return available
-    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs == 0:
-        raise ValueError(
-            "jobs must be a positive integer, or a negative one counting back from "
-            f"all cores (-1: all {available}); got {jobs!r}"
-        )
-    return int(jobs) if jobs > 0 else max(1, available + 1 + int(jobs))
-
-
-def _available_cores() -> int:
-    """Cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def extract_images(
     inputs: PathOrPaths,
     descriptor_options: Mapping | None = None,
     *,
-    jobs: int | None = None,
+    n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[DescriptorSets, BatchReport]:
     """SIFT descriptors of every image in folders and files.
@@ -180,9 +149,9 @@ def extract_images(
     descriptor_options : mapping, optional
         Keyword arguments of :class:`vlad.sift.SiftOptions` (``root_sift``,
         ``dense``, ``max_side``, ``max_keypoints``); defaults for those left out.
-    jobs : int or None, default=None
-        Worker threads; None uses every core (see :func:`resolve_jobs`). The
-        result does not depend on it.
+    n_jobs : int or None, default=None
+        Worker threads; None or -1 uses every core (as :func:`vlad.assign`).
+        The result does not depend on it.
     progress : callable, optional
         Called as ``progress(n_done, n_total)`` after each image.
 
@@ -203,14 +172,17 @@ def extract_images(
     Examples
     --------
     >>> import vlad.batch
-    >>> sets, report = vlad.batch.extract_images("data", {"max_keypoints": 50}, jobs=1)
+    >>> options = {"max_keypoints": 50}
+    >>> sets, report = vlad.batch.extract_images("data", options, n_jobs=1)
     >>> len(sets), sets.n_features, report.skipped
     (8, 128, {})
     """
     options = SiftOptions(**(descriptor_options or {}))
     images = find_images(inputs)
     report = BatchReport(len(images), [], {}, [])
-    blocks = _keep_readable(_extract_in_order(images, options, jobs, progress), report)
+    blocks = _keep_readable(
+        _extract_in_order(images, options, n_jobs, progress), report
+    )
     _check_any_read(report, inputs)
     sets = DescriptorSets.from_list(
         blocks, report.names, n_features=N_FEATURES, metadata=options.record()
@@ -222,7 +194,7 @@ def read_descriptor_sets(
     inputs: PathOrPaths,
     descriptor_options: Mapping | None = None,
     *,
-    jobs: int | None = None,
+    n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[DescriptorSets, BatchReport]:
     """Descriptor sets of images, or read from a descriptors file.
@@ -234,7 +206,7 @@ def read_descriptor_sets(
         descriptors file: an ``.npz`` written by :meth:`DescriptorSets.save` or
         ``vlad extract``, or an ``.npy`` of shape (L, F) (one image) or
         (T, L, F) (T images).
-    descriptor_options, jobs, progress
+    descriptor_options, n_jobs, progress
         As in :func:`extract_images`; only for images.
 
     Returns
@@ -250,7 +222,9 @@ def read_descriptor_sets(
     """
     descriptor_file = _descriptor_file(inputs)
     if descriptor_file is None:
-        return extract_images(inputs, descriptor_options, jobs=jobs, progress=progress)
+        return extract_images(
+            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+        )
     if descriptor_options:
         raise ValueError(
             f"descriptor options ({', '.join(sorted(descriptor_options))}) apply to "
@@ -272,7 +246,7 @@ def fit_codebook_to_images(
     sample: int | None = 100_000,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
-    jobs: int | None = None,
+    n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
     """Fit a codebook on the descriptors of images (or of a descriptors file).
@@ -283,7 +257,7 @@ def fit_codebook_to_images(
         As in :func:`read_descriptor_sets`.
     n_clusters, sample, seed
         As in :func:`vlad.fit_codebook`.
-    descriptor_options, jobs, progress
+    descriptor_options, n_jobs, progress
         As in :func:`extract_images`; only for images.
 
     Returns
@@ -298,7 +272,7 @@ def fit_codebook_to_images(
     vlad.fit_codebook : The same on descriptors in memory.
     """
     sets, report = read_descriptor_sets(
-        inputs, descriptor_options, jobs=jobs, progress=progress
+        inputs, descriptor_options, n_jobs=n_jobs, progress=progress
     )
     codebook = fit_codebook(sets, n_clusters, sample=sample, seed=seed)
     return codebook, report
@@ -314,7 +288,7 @@ def encode_images(
     intra: bool = True,
     l2: bool = True,
     mass: bool = False,
-    jobs: int | None = None,
+    n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> EncodedImages:
     """VLAD vectors of every image in folders and files (or of a descriptors file).
@@ -336,7 +310,7 @@ def encode_images(
         ``root_sift`` and ``dense`` may not.
     aggregator, power, intra, l2, mass
         As in :func:`vlad.encode`.
-    jobs, progress
+    n_jobs, progress
         As in :func:`extract_images`.
 
     Returns
@@ -361,8 +335,8 @@ def encode_images(
     Examples
     --------
     >>> import vlad, vlad.batch
-    >>> codebook, _ = vlad.batch.fit_codebook_to_images("data", 4, jobs=1)
-    >>> result = vlad.batch.encode_images("data", codebook, jobs=1)
+    >>> codebook, _ = vlad.batch.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> result = vlad.batch.encode_images("data", codebook, n_jobs=1)
     >>> result.vectors.shape, result.names[0]
     ((8, 512), 'astronaut.jpg')
     """
@@ -395,14 +369,14 @@ def encode_images(
         options.max_keypoints,
     )
     _check_same_kind(options, codebook)
-    check_n_features(N_FEATURES, codebook.centers)
+    check_n_features(N_FEATURES, codebook.n_features)
     images = find_images(inputs)
     report = BatchReport(len(images), [], {}, [])
     # SIFT descriptors are float32, and so are their vectors.
     vectors = np.zeros(
         (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
     )
-    results = _extract_in_order(images, options, jobs, progress)
+    results = _extract_in_order(images, options, n_jobs, progress)
     for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
         start = len(report.names)
         blocks = _keep_readable(chunk, report)
@@ -533,44 +507,44 @@ def _describe_file(
 def _extract_in_order(
     images: Sequence[ImageFile],
     options: SiftOptions,
-    jobs: int | None,
+    n_jobs: int | None,
     progress: Progress | None,
 ) -> Iterator[tuple[ImageFile, np.ndarray | ImageReadError]]:
-    """:func:`_describe_file` of each image, in order, on ``jobs`` threads."""
+    """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads."""
     describe = functools.partial(_describe_file, options=options)
-    return map_in_order(describe, images, jobs, progress)
+    return map_in_order(describe, images, n_jobs, progress)
 
 
 def map_in_order(
     function: Callable[[T], R],
     items: Sequence[T],
-    jobs: int | None,
+    n_jobs: int | None,
     progress: Progress | None = None,
 ) -> Iterator[R]:
-    """``function(item)`` for each item, in order, computed on ``jobs`` threads.
+    """``function(item)`` for each item, in order, computed on ``n_jobs`` threads.
 
-    At most ``2 * jobs`` items are computed ahead of the one yielded, so memory
+    At most ``2 * n_jobs`` items are computed ahead of the one yielded, so memory
     stays bounded however many items there are. OpenCV runs single-threaded
-    meanwhile, which also makes its results independent of ``jobs``. An
+    meanwhile, which also makes its results independent of ``n_jobs``. An
     exception raised by ``function`` is raised here.
 
     Parameters
     ----------
     function : callable
     items : sequence
-    jobs : int or None
-        See :func:`resolve_jobs`.
+    n_jobs : int or None
+        Worker threads; None or -1 for every core.
     progress : callable, optional
         Called as ``progress(n_done, n_total)`` after each item.
     """
-    n_jobs = resolve_jobs(jobs)
+    n_workers = resolve_n_jobs(n_jobs)
     with _one_opencv_thread():
-        pool = ThreadPoolExecutor(max_workers=n_jobs)
+        pool = ThreadPoolExecutor(max_workers=n_workers)
         try:
             pending: collections.deque = collections.deque()
             items_left = iter(items)
             for n_done in range(1, len(items) + 1):
-                for item in itertools.islice(items_left, 2 * n_jobs - len(pending)):
+                for item in itertools.islice(items_left, 2 * n_workers - len(pending)):
                     pending.append(pool.submit(function, item))
                 result = pending.popleft().result()
                 if progress is not None:

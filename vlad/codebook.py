@@ -152,6 +152,7 @@ def fit_codebook(
     See Also
     --------
     Codebook : The fitted centres.
+    VLADEncoder : The scikit-learn transformer that fits its codebook with this.
 
     Examples
     --------
@@ -192,7 +193,9 @@ def fit_codebook(
         training = descriptors
     check_finite(training, "descriptors")
     if algorithm == "auto":
-        algorithm = "full" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
+        algorithm = (
+            "full" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
+        )
     centers = _kmeans(training, n_clusters, algorithm, max_iter, seed)
     metadata = {
         "seed": seed,

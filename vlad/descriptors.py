@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from vlad._io import load_npz, save_npz
-from vlad._validation import as_float_matrix, as_offsets, float_dtype_of
+from vlad._validation import as_float_matrix, as_offsets
 
 FORMAT_VERSION = 1
 
@@ -90,6 +90,8 @@ class DescriptorSets:
         for index, block in enumerate(blocks):
             if block.ndim == 1 and block.size == 0:
                 continue
+            if block.dtype.kind not in "fiub":
+                as_float_matrix(block, f"descriptor array {index}")
             if block.ndim != 2:
                 raise ValueError(
                     f"descriptor array {index} must be 2-D of shape (L, n_features); "
@@ -116,7 +118,7 @@ class DescriptorSets:
         offsets = np.zeros(len(blocks) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         descriptors = np.empty((int(offsets[-1]), n_features), dtype=dtype)
-        for block, start, stop in zip(blocks, offsets[:-1], offsets[1:]):
+        for block, start, stop in zip(blocks, offsets[:-1], offsets[1:], strict=True):
             if stop > start:
                 descriptors[start:stop] = block
         return cls(descriptors, offsets, names=names, metadata=metadata)
@@ -135,7 +137,9 @@ class DescriptorSets:
                 metadata=metadata.get("descriptor", {}),
             )
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{path} holds inconsistent descriptor sets: {error}") from None
+            raise ValueError(
+                f"{path} holds inconsistent descriptor sets: {error}"
+            ) from None
 
     def save(self, path: str | os.PathLike) -> None:
         """Write to an ``.npz`` file atomically (temporary file, then rename)."""
@@ -200,7 +204,7 @@ def as_descriptor_sets(values) -> DescriptorSets:
         n_images, length, n_features = values.shape
         descriptors = values.reshape(n_images * length, n_features)
         offsets = np.arange(n_images + 1, dtype=np.int64) * length
-        return DescriptorSets(descriptors.astype(float_dtype_of(values)), offsets)
+        return DescriptorSets(descriptors, offsets)
     if isinstance(values, (list, tuple)):
         return DescriptorSets.from_list(values)
     raise TypeError(

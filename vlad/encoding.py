@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vlad._parallel import available_cores
 from vlad._validation import check_n_features
 from vlad.aggregators import resolve_aggregator
 from vlad.aggregators._common import image_of_rows
@@ -60,6 +61,10 @@ def encode(
     ImportError
         The aggregator's optional dependency is not installed.
 
+    See Also
+    --------
+    VLADEncoder : The scikit-learn transformer over this function.
+
     Examples
     --------
     >>> import numpy as np
@@ -74,8 +79,8 @@ def encode(
     sets = as_descriptor_sets(descriptor_sets)
     descriptors = sets.descriptors
     centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
-    check_n_features(sets.n_features, centers)
-    labels = _assign(descriptors, centers, CHUNK_BYTES)
+    check_n_features(sets.n_features, centers.shape[1])
+    labels = _assign(descriptors, centers, CHUNK_BYTES, available_cores())
     residuals = np.require(
         function(descriptors, labels, sets.offsets, centers),
         dtype=descriptors.dtype,

@@ -5,11 +5,13 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, Options
 
-from vlad.batch import map_in_order, resolve_jobs
+from vlad.batch import map_in_order
 from vlad.descriptors import DescriptorSets
 from vlad.images import as_grey_image, read_image
 from vlad.sift import N_FEATURES, SiftOptions, _extract
@@ -35,8 +37,9 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         Describe a regular grid of keypoints at a few scales instead of
         detected ones (for images without texture).
     n_jobs : int or None, default=None
-        Images described in parallel (threads). None means 1, -1 every core.
-        The result does not depend on it.
+        Images described in parallel (threads); None or -1 uses every core, as
+        :func:`vlad.assign` and the rest of vlad do. The result does not depend
+        on it.
 
     See Also
     --------
@@ -51,6 +54,18 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     >>> len(sets), sets.n_features, sets.lengths.tolist()
     (2, 128, [100, 100])
     """
+
+    _parameter_constraints: dict = {
+        "root_sift": ["boolean"],
+        "max_side": [Interval(Integral, 0, None, closed="left")],
+        "max_keypoints": [Interval(Integral, 0, None, closed="left")],
+        "dense": ["boolean"],
+        "n_jobs": [
+            Interval(Integral, 1, None, closed="left"),
+            Options(Integral, {-1}),
+            None,
+        ],
+    }
 
     def __init__(
         self,
@@ -79,8 +94,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         -------
         self : SIFTExtractor
         """
-        self._options()
-        resolve_jobs(self._jobs())
+        self._validate_params()
         return self
 
     def transform(self, X: Sequence) -> DescriptorSets:
@@ -103,7 +117,10 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         vlad.images.ImageReadError
             A file that cannot be read (a ``ValueError``).
         """
-        options = self._options()
+        self._validate_params()
+        options = SiftOptions(
+            self.root_sift, self.dense, self.max_side, self.max_keypoints
+        )
         if isinstance(X, (str, os.PathLike)):
             raise TypeError(
                 "X must be a sequence of images (paths or arrays); got the single "
@@ -111,7 +128,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             )
         images = list(X)
         describe = functools.partial(_describe, options=options)
-        blocks = list(map_in_order(describe, images, self._jobs()))
+        blocks = list(map_in_order(describe, images, self.n_jobs))
         names = [
             os.fspath(image) if isinstance(image, (str, os.PathLike)) else str(index)
             for index, image in enumerate(images)
@@ -122,20 +139,14 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # Stateless, over a list of image paths or arrays of any size: no 2-D
+        # array of samples, so scikit-learn's estimator checks do not apply.
         tags.requires_fit = False
         tags.no_validation = True
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.transformer_tags.preserves_dtype = []
         return tags
-
-    def _options(self) -> SiftOptions:
-        return SiftOptions(
-            self.root_sift, self.dense, self.max_side, self.max_keypoints
-        )
-
-    def _jobs(self) -> int:
-        return 1 if self.n_jobs is None else self.n_jobs
 
 
 def _describe(image, *, options: SiftOptions) -> np.ndarray:

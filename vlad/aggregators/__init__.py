@@ -139,7 +139,7 @@ def aggregate(descriptors, labels, offsets, centers, method="auto") -> np.ndarra
     function = resolve_aggregator(method)
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
-    check_n_features(descriptors.shape[1], centers)
+    check_n_features(descriptors.shape[1], centers.shape[1])
     if centers.shape[0] < 1:
         raise ValueError("centers must hold at least one centre")
     offsets = as_offsets(offsets, descriptors.shape[0])

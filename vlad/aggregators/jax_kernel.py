@@ -53,7 +53,8 @@ def import_jax():
         import jax
     except ImportError:
         raise ImportError(
-            "the 'jax' aggregator requires JAX; install it with: pip install 'vlad[jax]'"
+            "the 'jax' aggregator requires JAX; "
+            "install it with: pip install 'vlad[jax]'"
         ) from None
     return jax
 

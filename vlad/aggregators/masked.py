@@ -29,5 +29,7 @@ def aggregate_masked(descriptors, labels, offsets, centers):
         delta *= mask[:, :, None]
         block_images = images[start:stop]
         first_rows = np.flatnonzero(np.diff(block_images, prepend=-1))
-        residuals[block_images[first_rows]] += np.add.reduceat(delta, first_rows, axis=0)
+        residuals[block_images[first_rows]] += np.add.reduceat(
+            delta, first_rows, axis=0
+        )
     return residuals.astype(descriptors.dtype, copy=False)

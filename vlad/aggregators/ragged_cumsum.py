@@ -38,6 +38,8 @@ def aggregate_ragged_cumsum(descriptors, labels, offsets, centers):
         block_counts = np.bincount(segments, minlength=n_block_segments)
         ends = np.cumsum(block_counts)
         block_sums = running[ends] - running[ends - block_counts]
-        sums[first_image : last_image + 1] += block_sums.reshape(-1, n_clusters, n_features)
+        sums[first_image : last_image + 1] += block_sums.reshape(
+            -1, n_clusters, n_features
+        )
         counts[first_image : last_image + 1] += block_counts.reshape(-1, n_clusters)
     return subtract_centers(sums, counts, centers, descriptors.dtype)

@@ -1,0 +1,1 @@
+"""asv benchmarks of vlad; the workloads and methods come from vlad.benchmarking."""

@@ -1,0 +1,91 @@
+"""Shared fixtures, hypothesis strategies and an independent float64 reference."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+settings.register_profile(
+    "default",
+    deadline=None,
+    max_examples=int(os.environ.get("VLAD_HYPOTHESIS_EXAMPLES", 60)),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("default")
+
+DTYPES = [np.float32, np.float64]
+
+
+def aggregator_param(name: str):
+    """A pytest param for an aggregator, skipped when its dependency is missing."""
+    requires = {"numba": "numba", "jax": "jax"}.get(name)
+    missing = requires is not None and importlib.util.find_spec(requires) is None
+    return pytest.param(
+        name, marks=pytest.mark.skipif(missing, reason=f"{requires} not installed")
+    )
+
+
+def reference_residuals(descriptors, labels, offsets, centers) -> np.ndarray:
+    """Residual sums in float64 by weighted bincount, one feature at a time.
+
+    Independent of every aggregator: no masks, no sorting, no scatter.
+    """
+    descriptors = np.asarray(descriptors, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    n_images = len(offsets) - 1
+    n_clusters, n_features = centers.shape
+    images = np.repeat(np.arange(n_images), np.diff(offsets))
+    segments = images * n_clusters + np.asarray(labels)
+    n_segments = n_images * n_clusters
+    counts = np.bincount(segments, minlength=n_segments).reshape(n_images, n_clusters)
+    sums = np.stack(
+        [
+            np.bincount(segments, weights=descriptors[:, f], minlength=n_segments)
+            for f in range(n_features)
+        ],
+        axis=-1,
+    ).reshape(n_images, n_clusters, n_features)
+    return sums - counts[:, :, None] * centers[None]
+
+
+def max_relative_error(result, reference) -> float:
+    """Largest per-image ``|result_t - reference_t| / |reference_t|`` (L2 norms);
+    images whose reference is zero must be exactly zero."""
+    result = np.asarray(result, dtype=np.float64).reshape(len(reference), -1)
+    reference = np.asarray(reference, dtype=np.float64).reshape(len(reference), -1)
+    errors = np.linalg.norm(result - reference, axis=1)
+    norms = np.linalg.norm(reference, axis=1)
+    zero = norms == 0
+    assert np.all(errors[zero] == 0), "a zero reference row is not exactly zero"
+    return float(np.max(errors[~zero] / norms[~zero], initial=0.0))
+
+
+@st.composite
+def ragged_problems(draw, dtype=None):
+    """(descriptors, labels, offsets, centers) with ragged images.
+
+    Covers images with no descriptors, centres with no members, K = 1, F = 1,
+    a single image and no descriptors at all.
+    """
+    n_images = draw(st.integers(1, 6))
+    lengths = draw(st.lists(st.integers(0, 12), min_size=n_images, max_size=n_images))
+    n_features = draw(st.integers(1, 5))
+    n_clusters = draw(st.integers(1, 5))
+    dtype = dtype or draw(st.sampled_from(DTYPES))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    offsets = np.zeros(n_images + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n_rows = int(offsets[-1])
+    scale = draw(st.sampled_from([1.0, 1e3]))
+    descriptors = (rng.standard_normal((n_rows, n_features)) * scale).astype(dtype)
+    centers = (rng.standard_normal((n_clusters, n_features)) * scale).astype(dtype)
+    # Labels need not be nearest centres for aggregation; leave some centres empty.
+    used = draw(st.integers(1, n_clusters))
+    labels = rng.integers(0, used, size=n_rows).astype(np.intp)
+    return descriptors, labels, offsets, centers

@@ -1,0 +1,262 @@
+"""Every aggregator against the loop oracle and an independent float64 reference."""
+
+from __future__ import annotations
+
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+from conftest import (
+    DTYPES,
+    aggregator_param,
+    max_relative_error,
+    ragged_problems,
+    reference_residuals,
+)
+from hypothesis import given
+
+import vlad
+from vlad.aggregators import (
+    _common,
+    choose_aggregator,
+    jax_kernel,
+    numba_kernel,
+    resolve_aggregator,
+)
+
+ALL = [aggregator_param(name) for name in vlad.AGGREGATORS]
+FAST = [aggregator_param(name) for name in vlad.AGGREGATORS if name != "masked"]
+
+
+def tolerance(dtype) -> float:
+    return 1e-5 if dtype == np.float32 else 1e-12
+
+
+@pytest.mark.parametrize("method", ALL)
+@given(problem=ragged_problems())
+def test_matches_loop_and_float64_reference(method, problem):
+    descriptors, labels, offsets, centers = problem
+    result = vlad.aggregate(descriptors, labels, offsets, centers, method=method)
+    oracle = vlad.aggregate(descriptors, labels, offsets, centers, method="loop")
+    reference = reference_residuals(descriptors, labels, offsets, centers)
+
+    assert result.dtype == descriptors.dtype
+    assert result.shape == (len(offsets) - 1, *centers.shape)
+    # Absolute slack proportional to the largest possible sum, so a wrong
+    # answer (off by a whole descriptor or centre) cannot pass.
+    magnitude = np.abs(descriptors).max(initial=0) + np.abs(centers).max()
+    atol = tolerance(descriptors.dtype) * magnitude * max(1, len(labels))
+    np.testing.assert_allclose(
+        result, reference, rtol=tolerance(descriptors.dtype), atol=atol
+    )
+    np.testing.assert_allclose(
+        result, oracle, rtol=tolerance(descriptors.dtype), atol=atol
+    )
+
+
+@pytest.mark.parametrize("method", ALL)
+@given(problem=ragged_problems())
+def test_empty_images_and_centres_are_exact_zeros(method, problem):
+    descriptors, labels, offsets, centers = problem
+    result = vlad.aggregate(descriptors, labels, offsets, centers, method=method)
+    n_images, n_clusters = len(offsets) - 1, len(centers)
+    images = np.repeat(np.arange(n_images), np.diff(offsets))
+    counts = np.bincount(images * n_clusters + labels, minlength=n_images * n_clusters)
+    empty = counts.reshape(n_images, n_clusters) == 0
+    assert np.all(result[empty] == 0)
+
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_hand_computed(method, dtype):
+    descriptors = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], dtype=dtype)
+    centers = np.array([[1, 1], [0, 0], [10, 10]], dtype=dtype)
+    labels = np.array([0, 0, 1, 0])
+    offsets = np.array([0, 2, 2, 4])  # image 1 has no descriptors
+    expected = np.array(
+        [
+            [[2, 4], [0, 0], [0, 0]],  # (1-1, 2-1) + (3-1, 4-1)
+            [[0, 0], [0, 0], [0, 0]],
+            [[6, 7], [5, 6], [0, 0]],  # (7-1, 8-1); (5, 6) - (0, 0)
+        ],
+        dtype=dtype,
+    )
+    result = vlad.aggregate(descriptors, labels, offsets, centers, method=method)
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_no_images_and_no_descriptors(method, dtype):
+    centers = np.ones((3, 2), dtype=dtype)
+    no_images = vlad.aggregate(np.empty((0, 2), dtype), [], [0], centers, method=method)
+    assert no_images.shape == (0, 3, 2) and no_images.dtype == dtype
+    empty = vlad.aggregate(
+        np.empty((0, 2), dtype), [], [0, 0, 0], centers, method=method
+    )
+    assert empty.shape == (2, 3, 2)
+    assert np.all(empty == 0)
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_integer_descriptors_compute_in_float32(method):
+    descriptors = np.array([[1, 2], [3, 4]], dtype=np.uint8)
+    result = vlad.aggregate(descriptors, [0, 0], [0, 2], [[0, 0]], method=method)
+    assert result.dtype == np.float32
+    np.testing.assert_array_equal(result, [[[4, 6]]])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", FAST)
+def test_float32_accuracy_on_a_million_sift_like_descriptors(method, large_sift):
+    """Relative error <= 1e-5 per image against float64 at N = 1e6, K = 64."""
+    sets, centers, labels, reference = large_sift
+    function = resolve_aggregator(method)
+    result = function(sets.descriptors, labels, sets.offsets, centers)
+    assert max_relative_error(result, reference) <= 1e-5
+
+
+@pytest.mark.slow
+def test_masked_float32_accuracy_on_sift_like_descriptors():
+    sets = vlad.datasets.make_descriptor_sets(50, 1000, 128, seed=1)
+    centers = sets.descriptors[:: len(sets.descriptors) // 64][:64].copy()
+    labels = vlad.assign(sets.descriptors, centers)
+    reference = reference_residuals(sets.descriptors, labels, sets.offsets, centers)
+    result = vlad.AGGREGATORS["masked"](sets.descriptors, labels, sets.offsets, centers)
+    assert max_relative_error(result, reference) <= 1e-5
+
+
+@pytest.fixture(scope="module")
+def large_sift():
+    sets = vlad.datasets.make_descriptor_sets(1000, 1000, 128, seed=0)
+    centers = sets.descriptors[:: len(sets.descriptors) // 64][:64].copy()
+    labels = vlad.assign(sets.descriptors, centers)
+    reference = reference_residuals(sets.descriptors, labels, sets.offsets, centers)
+    return sets, centers, labels, reference
+
+
+def test_naive_float32_cumsum_would_fail_the_accuracy_bound():
+    """The accuracy test can fail: the essay's unblocked float32 running sum
+    misses the 1e-5 bound on the same kind of data."""
+    sets = vlad.datasets.make_descriptor_sets(200, 1000, 128, seed=0)
+    centers = sets.descriptors[:: len(sets.descriptors) // 64][:64].copy()
+    labels = vlad.assign(sets.descriptors, centers)
+    segments = np.repeat(np.arange(len(sets)), sets.lengths) * 64 + labels
+    order = np.argsort(segments, kind="stable")
+    running = np.cumsum(sets.descriptors[order], axis=0)  # float32, one pass
+    running = np.vstack([np.zeros((1, 128), np.float32), running])
+    counts = np.bincount(segments, minlength=len(sets) * 64)
+    ends = np.cumsum(counts)
+    sums = (running[ends] - running[ends - counts]).reshape(len(sets), 64, 128)
+    naive = sums - counts.reshape(len(sets), 64, 1) * centers
+    reference = reference_residuals(sets.descriptors, labels, sets.offsets, centers)
+    assert max_relative_error(naive, reference) > 1e-5
+
+
+@pytest.mark.parametrize("method", ["masked", "ragged-cumsum"])
+def test_chunked_aggregators_keep_a_bounded_working_set(method, monkeypatch):
+    budget = 1 << 20
+    monkeypatch.setattr(_common, "WORKING_SET_BYTES", budget)
+    for module in ("masked", "ragged_cumsum"):
+        monkeypatch.setattr(f"vlad.aggregators.{module}.WORKING_SET_BYTES", budget)
+    sets = vlad.datasets.make_descriptor_sets(40, 500, 32, seed=0)
+    centers = sets.descriptors[:16].copy()
+    labels = vlad.assign(sets.descriptors, centers)
+    function = resolve_aggregator(method)
+    tracemalloc.start()
+    try:
+        result = function(sets.descriptors, labels, sets.offsets, centers)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    output = result.nbytes * 2  # float64 accumulator + float32 result
+    index_arrays = labels.nbytes * 4  # per-row image ids, segment ids, order
+    assert peak <= output + index_arrays + 4 * budget
+    reference = reference_residuals(sets.descriptors, labels, sets.offsets, centers)
+    assert max_relative_error(result, reference) <= 1e-5
+
+
+def test_callable_method_is_used():
+    def zeros(descriptors, labels, offsets, centers):
+        return np.zeros((len(offsets) - 1, *centers.shape), descriptors.dtype)
+
+    result = vlad.aggregate(np.ones((2, 3)), [0, 0], [0, 2], np.ones((1, 3)), zeros)
+    assert np.all(result == 0)
+
+
+def test_auto_resolves_to_an_available_aggregator():
+    name = choose_aggregator(10_000, 64, 128)
+    assert name in vlad.available_aggregators() and name != "auto"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"descriptors": np.ones((3, 4))}, "descriptors have 4 features but"),
+        ({"descriptors": np.ones((3,))}, "descriptors must be a 2-D array"),
+        ({"descriptors": np.array([[1.0, np.nan], [1, 1], [1, 1]])}, "contains 1 NaN"),
+        ({"descriptors": np.array([[1.0, np.inf]] * 3)}, "contains 3 NaN or infinite"),
+        ({"descriptors": np.array([["a", "b"]] * 3)}, "must hold real numbers"),
+        ({"centers": np.array([[np.nan, 0.0], [0, 0]])}, "centers contains 1 NaN"),
+        ({"offsets": [0, 2]}, r"end at the number of descriptors \(3\)"),
+        ({"offsets": [1, 3]}, "must start at 0"),
+        ({"offsets": [0, 2, 1, 3]}, "non-decreasing"),
+        ({"offsets": [[0, 3]]}, "1-D array"),
+        ({"offsets": [0.0, 3.0]}, "offsets must hold integers"),
+        ({"labels": [0, 1, 2]}, r"labels must lie in \[0, 2\).*from 0 to 2"),
+        ({"labels": [0, -1, 1]}, r"labels must lie in \[0, 2\)"),
+        ({"labels": [0, 1]}, r"labels must have shape \(3,\)"),
+        ({"labels": [0.0, 1.0, 1.0]}, "labels must hold integers"),
+        ({"method": "fastest"}, "Unknown aggregator 'fastest'; expected one of"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(kwargs, message):
+    arguments = {
+        "descriptors": np.ones((3, 2)),
+        "labels": [0, 1, 1],
+        "offsets": [0, 1, 3],
+        "centers": np.zeros((2, 2)),
+        "method": "loop",
+    }
+    arguments.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=message):
+        vlad.aggregate(**arguments)
+
+
+def test_missing_jax_gives_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jax", None)
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[jax\]'"):
+        vlad.aggregate(np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), method="jax")
+
+
+def test_missing_numba_gives_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)
+    numba_kernel._compiled_kernel.cache_clear()
+    try:
+        with pytest.raises(ImportError, match=r"pip install 'vlad\[numba\]'"):
+            vlad.aggregate(
+                np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), method="numba"
+            )
+    finally:
+        numba_kernel._compiled_kernel.cache_clear()
+
+
+def test_jax_compiles_once_per_bucket():
+    pytest.importorskip("jax")
+    centers = np.ones((4, 8), np.float32)
+    kernel = jax_kernel._residual_segment_sum()
+    for n_rows, n_images in [(100, 3), (700, 3), (1000, 4)]:
+        descriptors = np.ones((n_rows, 8), np.float32)
+        offsets = np.linspace(0, n_rows, n_images + 1).astype(np.int64)
+        vlad.aggregate(descriptors, np.zeros(n_rows, int), offsets, centers, "jax")
+        if n_rows == 100:
+            compiled = kernel._cache_size()
+    assert kernel._cache_size() == compiled
+
+
+@pytest.mark.parametrize(
+    ("n", "bucket"), [(0, 1024), (1, 1024), (1024, 1024), (1025, 2048)]
+)
+def test_jax_bucket_sizes(n, bucket):
+    assert jax_kernel.bucket_size(n, jax_kernel.MIN_ROW_BUCKET) == bucket
