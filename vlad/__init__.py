@@ -4,7 +4,9 @@ The pipeline, one module per stage: descriptor sets (:class:`DescriptorSets`),
 codebook (:func:`fit_codebook`), assignment (:func:`assign`), aggregation
 (:func:`aggregate`, :data:`AGGREGATORS`), normalisation (:func:`normalize`),
 and all of them at once (:func:`encode`); the scikit-learn transformer
-:class:`VLADEncoder` wraps them.
+:class:`VLADEncoder` wraps them. From images: SIFT descriptors
+(:func:`extract_sift`, :class:`SIFTExtractor`) and whole folders
+(:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`).
 """
 
 import importlib
@@ -13,17 +15,20 @@ from vlad import datasets
 from vlad._version import __version__
 from vlad.aggregators import AGGREGATORS, aggregate, available_aggregators
 from vlad.assignment import assign
+from vlad.batch import encode_images, extract_images, fit_codebook_to_images
 from vlad.codebook import Codebook, fit_codebook
 from vlad.descriptors import DescriptorSets
 from vlad.encoding import encode
 from vlad.jax_encoding import JaxEncoder
 from vlad.normalization import normalize
+from vlad.sift import extract_sift
 
 __all__ = [
     "AGGREGATORS",
     "Codebook",
     "DescriptorSets",
     "JaxEncoder",
+    "SIFTExtractor",
     "VLADEncoder",
     "__version__",
     "aggregate",
@@ -31,13 +36,17 @@ __all__ = [
     "available_aggregators",
     "datasets",
     "encode",
+    "encode_images",
+    "extract_images",
+    "extract_sift",
     "fit_codebook",
+    "fit_codebook_to_images",
     "normalize",
 ]
 
 # Public names whose modules import scikit-learn's estimator machinery (about
 # 0.6 s), loaded on first use so that ``import vlad`` and the CLI stay fast.
-_LAZY_MODULES = {"VLADEncoder": "vlad.encoder"}
+_LAZY_MODULES = {"SIFTExtractor": "vlad.sift_extractor", "VLADEncoder": "vlad.encoder"}
 
 
 def __getattr__(name: str):

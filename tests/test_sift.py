@@ -1,0 +1,146 @@
+"""SIFT and RootSIFT descriptors of one image: vlad.sift."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from photos import DATA
+
+from vlad.images import read_image
+from vlad.sift import DENSE_MIN_STEP, DENSE_SIZES, SiftOptions, extract_sift, root_sift
+
+
+@pytest.fixture(scope="module")
+def gravel():
+    return read_image(DATA / "gravel.jpg")
+
+
+@pytest.fixture(scope="module")
+def gravel_sift(gravel):
+    """Every plain SIFT descriptor of the gravel photo."""
+    return extract_sift(gravel, root_sift=False, max_keypoints=0)
+
+
+def test_plain_sift_is_opencv_sift(gravel, gravel_sift):
+    keypoints, expected = cv2.SIFT_create().detectAndCompute(gravel, None)
+    np.testing.assert_array_equal(gravel_sift, expected)
+    assert gravel_sift.dtype == np.float32 and gravel_sift.shape[1] == 128
+
+
+def test_root_sift_is_the_square_root_of_l1_normalised_sift(gravel, gravel_sift):
+    descriptors = extract_sift(gravel, max_keypoints=0)
+    expected = np.sqrt(gravel_sift / gravel_sift.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(descriptors, expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.linalg.norm(descriptors, axis=1), 1.0, rtol=1e-5)
+    assert descriptors.dtype == np.float32 and descriptors.min() >= 0.0
+
+
+def test_root_sift_keeps_zero_rows_zero():
+    np.testing.assert_array_equal(root_sift(np.zeros((2, 4))), np.zeros((2, 4)))
+
+
+def test_root_sift_refuses_negative_values():
+    with pytest.raises(ValueError, match="non-negative"):
+        root_sift([[1.0, -1.0]])
+
+
+@pytest.mark.parametrize("max_keypoints", [1, 100, 1000])
+def test_max_keypoints_keeps_the_strongest(gravel, gravel_sift, max_keypoints):
+    keypoints = cv2.SIFT_create().detect(gravel, None)
+    assert len(keypoints) > max_keypoints
+    kept = extract_sift(gravel, root_sift=False, max_keypoints=max_keypoints)
+    assert kept.shape == (max_keypoints, 128)
+    all_rows = {row.tobytes(): index for index, row in enumerate(gravel_sift)}
+    kept_indices = [all_rows[row.tobytes()] for row in kept]
+    responses = np.array([keypoint.response for keypoint in keypoints])
+    weakest_kept = responses[kept_indices].min()
+    dropped = np.setdiff1d(np.arange(len(keypoints)), kept_indices)
+    assert responses[dropped].max() <= weakest_kept
+
+
+def test_max_side_shrinks_large_images_first(gravel):
+    large = cv2.resize(gravel, (1536, 1024), interpolation=cv2.INTER_CUBIC)
+    shrunk = cv2.resize(large, (768, 512), interpolation=cv2.INTER_AREA)
+    np.testing.assert_array_equal(
+        extract_sift(large, max_side=768), extract_sift(shrunk, max_side=0)
+    )
+
+
+def test_max_side_leaves_small_images_alone(gravel):
+    np.testing.assert_array_equal(
+        extract_sift(gravel, max_side=512), extract_sift(gravel, max_side=0)
+    )
+
+
+def test_a_textureless_image_has_no_keypoints_but_dense_descriptors():
+    blank = np.full((240, 320), 128, np.uint8)
+    assert extract_sift(blank).shape == (0, 128)
+    dense = extract_sift(blank, dense=True)
+    assert dense.shape[0] > 0 and np.isfinite(dense).all()
+
+
+@pytest.mark.parametrize("max_keypoints", [3, 100, 1000, 0])
+def test_dense_grid_fits_the_keypoint_budget(gravel, max_keypoints):
+    corner = gravel[:160, :160]
+    descriptors = extract_sift(corner, dense=True, max_keypoints=max_keypoints)
+    if max_keypoints:
+        assert len(DENSE_SIZES) <= len(descriptors) <= max_keypoints
+    else:
+        assert len(descriptors) == len(DENSE_SIZES) * (160 // DENSE_MIN_STEP) ** 2
+    assert len(descriptors) % len(DENSE_SIZES) == 0
+    np.testing.assert_allclose(np.linalg.norm(descriptors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_dense_grid_uses_most_of_the_budget(gravel):
+    assert 1500 < len(extract_sift(gravel, dense=True, max_keypoints=2000)) <= 2000
+
+
+def test_colour_arrays_are_described_in_grey():
+    bgr = cv2.imread(str(DATA / "coffee.jpg"))
+    grey = cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)
+    np.testing.assert_array_equal(
+        extract_sift(bgr[:, :, ::-1], max_keypoints=200),
+        extract_sift(grey, max_keypoints=200),
+    )
+
+
+def test_extraction_is_deterministic(gravel):
+    np.testing.assert_array_equal(extract_sift(gravel), extract_sift(gravel))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 3), (16, 16)])
+def test_tiny_images_do_not_fail(shape):
+    descriptors = extract_sift(np.zeros(shape, np.uint8), dense=True)
+    assert descriptors.ndim == 2 and descriptors.shape[1] == 128
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_side": -1}, ValueError, "max_side must be an integer >= 0"),
+        ({"max_keypoints": 2.5}, TypeError, "max_keypoints must be an integer"),
+        ({"root_sift": "yes"}, TypeError, "root_sift must be True or False"),
+        ({"dense": 1}, TypeError, "dense must be True or False"),
+    ],
+)
+def test_bad_options_name_the_parameter(options, error, message):
+    with pytest.raises(error, match=message):
+        SiftOptions(**options)
+    with pytest.raises(error, match=message):
+        extract_sift(np.zeros((8, 8), np.uint8), **options)
+
+
+def test_options_round_trip_through_their_record():
+    options = SiftOptions(root_sift=False, dense=True, max_side=300, max_keypoints=7)
+    record = options.record()
+    assert record["extractor"] == "opencv-sift"
+    assert record["opencv_version"] == cv2.__version__
+    assert SiftOptions.from_record(record) == options
+    assert SiftOptions.from_record({}) is None
+    assert SiftOptions.from_record({"extractor": "something else"}) is None
+
+
+def test_options_describe_their_kind():
+    assert SiftOptions().kind == "RootSIFT at detected keypoints"
+    assert SiftOptions(root_sift=False, dense=True).kind == "SIFT on a dense grid"
