@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from vlad._version import __version__
+from vlad_cli.bench import bench
 from vlad_cli.encode import encode
 from vlad_cli.extract import extract
 from vlad_cli.fit import fit
@@ -30,3 +31,4 @@ main.add_command(extract)
 main.add_command(fit)
 main.add_command(encode)
 main.add_command(info)
+main.add_command(bench)

@@ -1,12 +1,11 @@
 """Tests of the benchmark harness, at tiny sizes (no speed is asserted here)."""
 
-import importlib.util
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from numpy.testing import assert_allclose
 
 import vlad
@@ -20,13 +19,13 @@ from vlad.benchmarking import (
     Table,
     Workload,
 )
+from vlad_cli.main import main
 
 TINY = {
     "float64": Workload("tiny64", 5, 30, 6, 3, dtype="float64", kind="gaussian"),
     "float32": Workload("tiny32", 4, 40, 8, 4),
 }
 TINY_SINGLE = Workload("single", 1, 60, 8, 4)
-RUNNER = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
 
 
 @pytest.fixture(scope="module", params=sorted(TINY))
@@ -393,16 +392,14 @@ def test_machine_info_names_the_cpu_and_blas():
 
 
 @pytest.mark.slow
-def test_runner_prints_tables_and_writes_json(monkeypatch, tmp_path, capsys):
+def test_vlad_bench_prints_tables_and_writes_json(monkeypatch, tmp_path):
     monkeypatch.setitem(benchmarking.WORKLOADS, "single", TINY_SINGLE)
     monkeypatch.setitem(benchmarking.WORKLOADS, "b", TINY["float32"])
-    spec = importlib.util.spec_from_file_location("run", RUNNER)
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
     path = tmp_path / "results.json"
-    arguments = ["--size", "single", "--size", "b", "--repeats", "1"]
-    assert runner.main([*arguments, "--json", str(path)]) == 0
-    printed = capsys.readouterr().out
+    arguments = ["bench", "--size", "single", "--size", "b", "--repeats", "1"]
+    result = CliRunner().invoke(main, [*arguments, "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    printed = result.stdout
     for title in ("### Machine", "Workload single", "Single-image latency", "threads"):
         assert title in printed
     assert "### Targets" in printed

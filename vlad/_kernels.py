@@ -1,17 +1,16 @@
-"""Compiled loops shared by the ``numba`` aggregator and the fused encoder.
-
-numba is an optional dependency: it is imported, and the kernels compiled (or
-loaded from numba's on-disk cache), on first use only.
-"""
+"""Access to the compiled kernels, which need the optional numba."""
 
 from __future__ import annotations
 
-import functools
-from types import SimpleNamespace
+import importlib
+from types import ModuleType
 
 
-def numba_kernels() -> SimpleNamespace:
-    """The compiled kernels ``nearest``, ``add_rows`` and ``flush``.
+def numba_kernels() -> ModuleType:
+    """The module of compiled kernels (``nearest``, ``add_rows``, ``flush``).
+
+    numba is imported, and the kernels loaded from numba's on-disk cache (or
+    compiled), on first use only.
 
     Raises
     ------
@@ -25,72 +24,4 @@ def numba_kernels() -> SimpleNamespace:
             "the 'numba' aggregator requires numba; install it with: "
             "pip install 'vlad[numba]'"
         ) from None
-    return _compile()
-
-
-@functools.cache
-def _compile() -> SimpleNamespace:
-    import numba
-    import numpy as np
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def finish_image(centers, image, sums, image_counts, residuals, counts):
-        """Write one image's residuals and counts; reset the accumulator."""
-        n_clusters, n_features = centers.shape
-        for k in range(n_clusters):
-            count = image_counts[k]
-            for f in range(n_features):
-                residuals[image, k, f] = sums[k, f] - count * np.float64(centers[k, f])
-                sums[k, f] = 0.0
-            counts[image, k] = count
-            image_counts[k] = 0
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def add_rows(
-        descriptors, labels, labels_start, offsets, start, stop, image, centers,
-        sums, image_counts, residuals, counts,
-    ):  # fmt: skip
-        """Add rows ``start:stop`` into their image's float64 ``(K, F)`` sums.
-
-        ``labels[row - labels_start]`` is the centre of ``row``; ``image`` is
-        the image of row ``start``. Images completed on the way (and empty ones
-        passed over) are written out with :func:`finish_image`. Returns the
-        image of row ``stop``.
-        """
-        n_features = descriptors.shape[1]
-        for row in range(start, stop):
-            while offsets[image + 1] <= row:
-                finish_image(centers, image, sums, image_counts, residuals, counts)
-                image += 1
-            label = labels[row - labels_start]
-            image_counts[label] += 1
-            for f in range(n_features):
-                sums[label, f] += descriptors[row, f]
-        return image
-
-    @numba.njit(nogil=True, cache=True)
-    def flush(centers, image, last, sums, image_counts, residuals, counts):
-        """Write out images ``image:last``: the one in progress, the rest empty."""
-        for t in range(image, last):
-            finish_image(centers, t, sums, image_counts, residuals, counts)
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def nearest(products, squared_norms, labels):
-        """Argmin over centres of ``products[:, i] + squared_norms`` for each
-        row ``i`` (ties to the lowest centre), into ``labels``. Returns the
-        first row whose nearest distance is not finite, or -1."""
-        n_clusters, n_rows = products.shape
-        best = products[0] + squared_norms[0]
-        labels[:n_rows] = 0
-        for k in range(1, n_clusters):
-            for i in range(n_rows):
-                distance = products[k, i] + squared_norms[k]
-                if distance < best[i]:
-                    best[i] = distance
-                    labels[i] = k
-        for i in range(n_rows):
-            if not np.isfinite(best[i]):
-                return i
-        return -1
-
-    return SimpleNamespace(add_rows=add_rows, flush=flush, nearest=nearest)
+    return importlib.import_module("vlad._numba_kernels")

@@ -8,6 +8,7 @@ descriptors' dtype. They assume valid input; :func:`aggregate` validates.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -29,6 +30,9 @@ from vlad.aggregators.ufunc_at import aggregate_ufunc_at
 
 Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
+#: Work (descriptors x centres x features) above which ``auto`` loads numba.
+AUTO_NUMBA_MIN_WORK = 1 << 33
+
 #: The module each optional aggregator needs.
 _REQUIRES = {"numba": "numba", "jax": "jax"}
 
@@ -45,10 +49,18 @@ def available_aggregators() -> list[str]:
 def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> str:
     """The name of the aggregator ``auto`` uses for an input of this size.
 
-    The compiled ``numba`` kernel is the fastest at every size measured (see the
-    README's Performance section); without numba, the ``sparse`` product is.
+    The compiled ``numba`` kernels are the fastest at every size (see the
+    README's Performance section), but loading them costs about 0.3 s once per
+    process. So ``auto`` takes ``numba`` when it is installed and either its
+    kernels are already loaded or the input is large enough to repay the load
+    (``n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK``, about
+    a million SIFT descriptors with 64 centres); otherwise the ``sparse``
+    product, the fastest that needs no compiler.
     """
-    if importlib.util.find_spec("numba"):
+    if not importlib.util.find_spec("numba"):
+        return "sparse"
+    loaded = "vlad._numba_kernels" in sys.modules
+    if loaded or n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK:
         return "numba"
     return "sparse"
 
