@@ -193,7 +193,7 @@ def test_auto_loads_numba_only_when_it_pays(monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.delitem(sys.modules, "vlad._numba_kernels", raising=False)
     assert choose_aggregator(1000, 64, 128) == "sparse"
-    assert choose_aggregator(2_000_000, 64, 128) == "numba"
+    assert choose_aggregator(300_000, 64, 128) == "numba"
     vlad._kernels.numba_kernels()
     assert choose_aggregator(1000, 64, 128) == "numba"
 

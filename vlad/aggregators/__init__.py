@@ -31,7 +31,7 @@ from vlad.aggregators.ufunc_at import aggregate_ufunc_at
 Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 #: Work (descriptors x centres x features) above which ``auto`` loads numba.
-AUTO_NUMBA_MIN_WORK = 1 << 33
+AUTO_NUMBA_MIN_WORK = 1 << 31
 
 #: The module each optional aggregator needs.
 _REQUIRES = {"numba": "numba", "jax": "jax"}
@@ -54,7 +54,7 @@ def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> s
     process. So ``auto`` takes ``numba`` when it is installed and either its
     kernels are already loaded or the input is large enough to repay the load
     (``n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK``, about
-    a million SIFT descriptors with 64 centres); otherwise the ``sparse``
+    260,000 SIFT descriptors with 64 centres); otherwise the ``sparse``
     product, the fastest that needs no compiler.
     """
     if not importlib.util.find_spec("numba"):
