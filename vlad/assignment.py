@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad._parallel import resolve_n_jobs, run_ranges
+from vlad._parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad._validation import as_float_matrix, check_n_features
 
 #: Size of the per-chunk distance matrix; small enough to stay in cache.
 CHUNK_BYTES = 1 << 20
-#: Below this many descriptors, threads cost more than they save.
-PARALLEL_MIN_ROWS = 16_384
 
 
 def assign(
@@ -80,7 +78,7 @@ def _assign(
             last,
         )
 
-    n_parts = n_workers if n_descriptors >= PARALLEL_MIN_ROWS else 1
+    n_parts = workers_for(descriptors.size * centers.shape[0], n_workers)
     bounds = np.linspace(0, n_descriptors, n_parts + 1).astype(np.int64)
     run_ranges(assign_rows, list(zip(bounds[:-1], bounds[1:], strict=True)), n_parts)
     return labels

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad._parallel import available_cores, run_ranges
+from vlad._parallel import available_cores, run_ranges, workers_for
 from vlad._validation import check_n_features
 from vlad.aggregators import (
     AGGREGATORS,
@@ -14,7 +14,7 @@ from vlad.aggregators import (
 )
 from vlad.aggregators._common import image_of_rows
 from vlad.aggregators.numba_kernel import aggregate_numba
-from vlad.assignment import CHUNK_BYTES, PARALLEL_MIN_ROWS, _assign
+from vlad.assignment import CHUNK_BYTES, _assign
 from vlad.codebook import as_centers
 from vlad.descriptors import as_descriptor_sets
 from vlad.fused import fused_residuals, image_blocks
@@ -90,9 +90,9 @@ def encode(
     normalization = {"power": power, "intra": intra, "l2": l2, "mass": mass}
     if function is aggregate_auto:
         function = AGGREGATORS[choose_aggregator(descriptors.shape[0], *centers.shape)]
-    n_workers = available_cores()
+    n_workers = workers_for(descriptors.size * centers.shape[0], available_cores())
     blocks = image_blocks(sets.offsets, centers.shape[0])
-    if _fused_path_applies(function, descriptors.shape[0], len(blocks), n_workers):
+    if _fused_path_applies(function, len(blocks), n_workers):
         residuals = _encode_fused(
             descriptors, sets.offsets, centers, blocks, n_workers, **normalization
         )
@@ -103,7 +103,7 @@ def encode(
     return residuals.reshape(len(sets), -1)
 
 
-def _fused_path_applies(function, n_rows: int, n_blocks: int, n_workers: int) -> bool:
+def _fused_path_applies(function, n_blocks: int, n_workers: int) -> bool:
     """Whether :func:`encode` can use the fused numba pass.
 
     Only for the ``numba`` aggregator, and not when a few huge images would
@@ -111,7 +111,7 @@ def _fused_path_applies(function, n_rows: int, n_blocks: int, n_workers: int) ->
     """
     if function is not aggregate_numba:
         return False
-    return n_blocks >= n_workers or n_rows < PARALLEL_MIN_ROWS
+    return n_blocks >= n_workers
 
 
 def _encode_fused(
