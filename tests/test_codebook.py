@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -125,3 +127,50 @@ def test_codebook_rejects_bad_centres():
         vlad.Codebook([[np.nan, 1.0]])
     with pytest.raises(ValueError, match="at least one centre"):
         vlad.Codebook(np.empty((0, 3)))
+
+
+def test_numpy_integer_seed_is_saved_as_json(tmp_path, blobs):
+    descriptors, _ = blobs
+    codebook = vlad.fit_codebook(descriptors, 2, seed=np.int64(3))
+    codebook.save(tmp_path / "codebook.npz")
+    assert vlad.Codebook.load(tmp_path / "codebook.npz").metadata["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"), [(-1, ValueError), ("a", TypeError), (1.5, TypeError)]
+)
+def test_bad_seed_is_named(seed, error, blobs):
+    with pytest.raises(error, match="seed must be a non-negative integer"):
+        vlad.fit_codebook(blobs[0], 2, seed=seed)
+
+
+def test_nan_outside_the_sample_is_found(blobs):
+    descriptors = np.vstack([blobs[0], [[np.nan, 0.0, 0.0]]])
+    with pytest.raises(ValueError, match="descriptors contains 1 NaN"):
+        vlad.fit_codebook(descriptors, 2, sample=50)
+
+
+def test_sample_smaller_than_n_clusters_is_named(blobs):
+    with pytest.raises(ValueError, match="sample=3 is smaller than n_clusters=4"):
+        vlad.fit_codebook(blobs[0], 4, sample=3)
+
+
+def test_metadata_cannot_override_the_format(tmp_path):
+    path = tmp_path / "codebook.npz"
+    vlad.Codebook(np.ones((2, 2)), {"format": "mine", "note": "kept"}).save(path)
+    assert vlad.Codebook.load(path).metadata["note"] == "kept"
+
+
+def test_a_single_array_file_is_not_a_codebook(tmp_path):
+    path = tmp_path / "vectors.npy"
+    np.save(path, np.ones((2, 2)))
+    with pytest.raises(ValueError, match="holds a single array, not an .npz"):
+        vlad.Codebook.load(path)
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    path = tmp_path / "codebook.npz"
+    vlad.Codebook(np.ones((2, 2))).save(path)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask

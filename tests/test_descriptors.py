@@ -135,3 +135,12 @@ def test_failed_save_leaves_no_file(tmp_path):
     with pytest.raises(TypeError):
         sets.save(tmp_path / "out.npz")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_index_must_be_an_integer():
+    sets = vlad.DescriptorSets.from_list([np.ones((2, 2)), np.ones((1, 2))])
+    np.testing.assert_array_equal(sets[np.int64(1)], [[1.0, 1.0]])
+    with pytest.raises(TypeError, match="indexed by an integer image index; got slice"):
+        sets[0:1]
+    with pytest.raises(IndexError):
+        sets[2]

@@ -130,3 +130,11 @@ def test_bad_input_gets_a_clear_error(kwargs, error, message):
     arguments.update(kwargs)
     with pytest.raises(error, match=message):
         vlad.encode(**arguments)
+
+
+@pytest.mark.parametrize("aggregator", ALL)
+def test_no_images(aggregator):
+    vectors = vlad.encode(
+        np.zeros((0, 5, 4), np.float32), np.ones((2, 4)), aggregator=aggregator
+    )
+    assert vectors.shape == (0, 8) and vectors.dtype == np.float32

@@ -37,16 +37,31 @@ def test_equals_encode(problem, power, intra, l2, mass):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_dtype_follows_the_codebook(problem, dtype):
+def test_dtype_follows_the_descriptors(problem, dtype):
     sets, codebook = problem
-    result = vlad.JaxEncoder(codebook.centers.astype(dtype))(sets)
+    sets = vlad.DescriptorSets(sets.descriptors.astype(dtype), sets.offsets)
+    result = vlad.JaxEncoder(codebook)(sets)
     assert result.dtype == dtype
-    expected = vlad.encode(
-        vlad.DescriptorSets(sets.descriptors.astype(dtype), sets.offsets),
-        codebook.centers.astype(dtype),
-    )
+    expected = vlad.encode(sets, codebook)
     tolerance = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(result, expected, rtol=tolerance, atol=tolerance)
+
+
+def test_float32_accuracy_when_one_image_is_huge():
+    rng = np.random.default_rng(1)
+    descriptors = rng.gamma(0.5, 40.0, size=(300_000, 8)).astype(np.float32)
+    centers = descriptors[::100_000][:3].copy()
+    options = {"power": 1.0, "intra": False, "l2": False}
+    result = vlad.JaxEncoder(centers, **options)([descriptors])
+    expected = vlad.encode([descriptors.astype(np.float64)], centers, **options)
+    error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
+    assert error <= 1e-6
+
+
+def test_float32_descriptors_with_a_float64_codebook(problem):
+    sets, codebook = problem
+    result = vlad.JaxEncoder(codebook.centers.astype(np.float64))(sets)
+    assert result.dtype == np.float32
 
 
 def test_compiles_once_per_bucket(problem):

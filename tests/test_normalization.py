@@ -139,3 +139,13 @@ def test_bad_input_gets_a_clear_error(kwargs, error, message):
     arguments.update(kwargs)
     with pytest.raises(error, match=message):
         vlad.normalize(**arguments)
+
+
+def test_no_images():
+    assert vlad.normalize(np.zeros((0, 2, 3))).shape == (0, 6)
+
+
+def test_large_float32_values_do_not_overflow_the_norms():
+    residuals = np.full((1, 1, 4), 3e19, np.float32)
+    np.testing.assert_allclose(vlad.normalize(residuals, intra=False), [[0.5] * 4])
+    np.testing.assert_allclose(vlad.normalize(residuals, intra=True), [[0.5] * 4])

@@ -21,20 +21,50 @@ def atomic_write(path: str | os.PathLike) -> Iterator[IO[bytes]]:
     An interrupted or failed write leaves ``path`` untouched (either absent or
     its previous content) and removes the temporary file.
     """
-    target = Path(path)
-    handle = tempfile.NamedTemporaryFile(
-        dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp", delete=False
-    )
+    with atomic_writes(path) as (handle,):
+        yield handle
+
+
+@contextlib.contextmanager
+def atomic_writes(*paths: str | os.PathLike) -> Iterator[list[IO[bytes]]]:
+    """:func:`atomic_write` for several files written together.
+
+    Every file is written to a temporary file beside its target first; only
+    when all were written are they renamed into place, in the order given. A
+    failure while writing leaves every target as it was.
+    """
+    targets = [Path(path) for path in paths]
+    handles = []
     try:
-        with handle:
-            yield handle
+        for target in targets:
+            handles.append(
+                tempfile.NamedTemporaryFile(
+                    dir=target.parent, prefix=f".{target.name}.", suffix=".tmp",
+                    delete=False,
+                )
+            )  # fmt: skip
+        yield handles
+        for handle in handles:
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(handle.name, target)
+            handle.close()
+            # Temporary files are private (0600); give the result the usual mode.
+            os.chmod(handle.name, 0o666 & ~_umask())
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(handle.name)
+        for handle in handles:
+            handle.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(handle.name)
         raise
+    for handle, target in zip(handles, targets, strict=True):
+        os.replace(handle.name, target)
+
+
+def _umask() -> int:
+    """The process's file-creation mask (reading it means setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def save_npz(path: str | os.PathLike, metadata: dict, **arrays: np.ndarray) -> None:
@@ -74,26 +104,31 @@ def load_npz(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
+    unreadable = (OSError, ValueError, EOFError, zipfile.BadZipFile)
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            names = set(archive.files)
-            missing = [name for name in ("metadata", *required) if name not in names]
-            if missing:
-                raise ValueError(
-                    f"{path} is not a vlad {kind} file: it lacks {', '.join(missing)}"
-                )
+        archive = np.load(path, allow_pickle=False)
+    except unreadable as error:
+        raise ValueError(
+            f"{path} is not a readable vlad {kind} file ({error})"
+        ) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(
+            f"{path} is not a vlad {kind} file: it holds a single array, "
+            "not an .npz archive"
+        )
+    with archive:
+        missing = [name for name in ("metadata", *required) if name not in archive]
+        if missing:
+            raise ValueError(
+                f"{path} is not a vlad {kind} file: it lacks {', '.join(missing)}"
+            )
+        try:
             arrays = {name: archive[name] for name in required}
             metadata = json.loads(str(archive["metadata"]))
-    except (OSError, zipfile.BadZipFile, EOFError, json.JSONDecodeError) as error:
-        raise ValueError(
-            f"{path} is not a readable vlad {kind} file ({error})"
-        ) from None
-    except ValueError as error:
-        if "is not a vlad" in str(error):
-            raise
-        raise ValueError(
-            f"{path} is not a readable vlad {kind} file ({error})"
-        ) from None
+        except unreadable as error:  # json.JSONDecodeError is a ValueError
+            raise ValueError(
+                f"{path} is not a readable vlad {kind} file ({error})"
+            ) from None
     found = metadata.get("format") if isinstance(metadata, dict) else None
     if found != kind:
         raise ValueError(

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
 
 def float_dtype_of(array: np.ndarray) -> np.dtype:
     """The floating dtype computations on ``array`` run in.

@@ -65,12 +65,12 @@ class Codebook:
         save_npz(
             path,
             {
+                **self.metadata,
                 "format": "codebook",
                 "format_version": FORMAT_VERSION,
                 "n_clusters": self.n_clusters,
                 "n_features": self.n_features,
                 "dtype": self.centers.dtype.name,
-                **self.metadata,
             },
             centers=self.centers,
         )
@@ -167,6 +167,16 @@ def fit_codebook(
     if sample is not None:
         sample = check_positive_int(sample, "sample")
     max_iter = check_positive_int(max_iter, "max_iter")
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(
+                f"seed must be a non-negative integer or None; got {seed!r}"
+            )
+        if seed < 0:
+            raise ValueError(
+                f"seed must be a non-negative integer or None; got {seed!r}"
+            )
+        seed = int(seed)
     if algorithm not in ("auto", "full", "minibatch"):
         raise ValueError(
             f"algorithm must be one of ['auto', 'full', 'minibatch']; got {algorithm!r}"
@@ -185,13 +195,18 @@ def fit_codebook(
             f"cannot fit {n_clusters} centres on {n_descriptors} descriptors; "
             "need at least as many descriptors as n_clusters"
         )
+    if sample is not None and sample < n_clusters:
+        raise ValueError(
+            f"sample={sample} is smaller than n_clusters={n_clusters}; k-means "
+            "needs at least one descriptor per centre"
+        )
+    check_finite(descriptors, "descriptors")
     rng = np.random.default_rng(seed)
     if sample is not None and n_descriptors > sample:
         rows = np.sort(rng.choice(n_descriptors, size=sample, replace=False))
         training = descriptors[rows]
     else:
         training = descriptors
-    check_finite(training, "descriptors")
     if algorithm == "auto":
         algorithm = (
             "full" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterator, Sequence
 
@@ -175,7 +176,13 @@ class DescriptorSets:
 
     def __getitem__(self, index: int) -> np.ndarray:
         """Descriptors of image ``index``, a ``(L_t, F)`` view."""
-        t = range(len(self))[index]
+        try:
+            t = range(len(self))[operator.index(index)]
+        except TypeError:
+            raise TypeError(
+                f"descriptor sets are indexed by an integer image index; "
+                f"got {type(index).__name__}"
+            ) from None
         return self.descriptors[self.offsets[t] : self.offsets[t + 1]]
 
     def __iter__(self) -> Iterator[np.ndarray]:

@@ -100,7 +100,7 @@ def encode(
         residuals = _encode_staged(
             function, descriptors, sets.offsets, centers, n_workers, **normalization
         )
-    return residuals.reshape(len(sets), -1)
+    return residuals.reshape(len(sets), centers.shape[0] * centers.shape[1])
 
 
 def _fused_path_applies(function, n_blocks: int, n_workers: int) -> bool:

@@ -120,7 +120,7 @@ def _describe_descriptor_sets(path: Path) -> dict:
         "n_features": sets.n_features,
         "dtype": sets.dtype.name,
         "descriptors_per_image": {
-            "min": int(lengths.min(initial=0)),
+            "min": int(lengths.min()) if lengths.size else 0,
             "median": float(np.median(lengths)) if len(sets) else 0.0,
             "max": int(lengths.max(initial=0)),
         },

@@ -20,8 +20,8 @@ class JaxEncoder:
     The codebook is moved to the device once, at construction; each call moves
     its batch of descriptors once and brings back only the vectors. Row and
     image counts are padded to power-of-two buckets, so a new batch size
-    compiles at most once per bucket. Results equal :func:`vlad.encode`'s up to
-    float rounding.
+    compiles at most once per bucket. Residuals are summed and normalised in
+    float64. Results equal :func:`vlad.encode`'s up to float rounding.
 
     Parameters
     ----------
@@ -70,15 +70,13 @@ class JaxEncoder:
         self.power = check_power(power)
         self.intra, self.l2, self.mass = bool(intra), bool(l2), bool(mass)
         centers = as_centers(codebook)
-        self.dtype = centers.dtype
-        with jax.enable_x64(self.dtype == np.float64):
-            self._centers = jax.device_put(centers, device)
         self._device = device
-
-    @property
-    def n_clusters(self) -> int:
-        """Number of centres K."""
-        return self._centers.shape[0]
+        with jax.enable_x64(True):
+            self._centers = {
+                dtype: jax.device_put(centers.astype(dtype), device)
+                for dtype in (np.dtype(np.float32), np.dtype(np.float64))
+            }
+        self.n_clusters, self.n_features = centers.shape
 
     def __call__(self, descriptor_sets) -> np.ndarray:
         """VLAD vectors of a batch, shape (n_images, n_clusters * n_features).
@@ -86,7 +84,8 @@ class JaxEncoder:
         Parameters
         ----------
         descriptor_sets : DescriptorSets, list of (L_t, F) arrays or (T, L, F) array
-            Cast to the codebook's dtype.
+            float64 descriptors give float64 vectors, others float32 (as
+            :func:`vlad.encode`).
 
         Raises
         ------
@@ -95,21 +94,20 @@ class JaxEncoder:
         """
         jax = import_jax()
         sets = as_descriptor_sets(descriptor_sets)
-        n_features = self._centers.shape[1]
-        check_n_features(sets.n_features, n_features)
+        check_n_features(sets.n_features, self.n_features)
         n_images, n_rows = len(sets), sets.descriptors.shape[0]
         padded_images = bucket_size(n_images)
         padded_rows = bucket_size(n_rows, MIN_ROW_BUCKET)
-        descriptors = np.zeros((padded_rows, n_features), dtype=self.dtype)
+        descriptors = np.zeros((padded_rows, self.n_features), dtype=sets.dtype)
         descriptors[:n_rows] = sets.descriptors
         images = np.full(padded_rows, padded_images, dtype=np.int32)
         images[:n_rows] = image_of_rows(sets.offsets)
-        with jax.enable_x64(self.dtype == np.float64):
+        with jax.enable_x64(True):
             descriptors, images = jax.device_put((descriptors, images), self._device)
             vectors, finite = _encode_padded()(
                 descriptors,
                 images,
-                self._centers,
+                self._centers[sets.dtype],
                 n_images=padded_images,
                 power=self.power,
                 intra=self.intra,
@@ -143,12 +141,15 @@ def _encode_padded():
         finite = jnp.all(jnp.isfinite(nearest[:, 0]) | ~valid)
         # Padding rows carry image id n_images: segment_sum drops them.
         segments = images * n_clusters + labels
+        # segment_sum adds row after row: float64 keeps huge images accurate.
         residuals = jax.ops.segment_sum(
-            descriptors - centers[labels], segments, num_segments=n_images * n_clusters
+            (descriptors - centers[labels]).astype(jnp.float64),
+            segments,
+            num_segments=n_images * n_clusters,
         ).reshape(n_images, n_clusters, n_features)
         if mass:
             counts = jax.ops.segment_sum(
-                jnp.ones_like(labels, dtype=descriptors.dtype),
+                jnp.ones_like(labels, dtype=residuals.dtype),
                 segments,
                 num_segments=n_images * n_clusters,
             ).reshape(n_images, n_clusters, 1)
@@ -162,6 +163,6 @@ def _encode_padded():
         if l2:
             norms = jnp.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / jnp.maximum(norms, NORM_FLOOR)
-        return vectors, finite
+        return vectors.astype(descriptors.dtype), finite
 
     return encode_padded

@@ -86,7 +86,7 @@ def normalize(
                 f"got shape {counts.shape}"
             )
     normalize_in_place(vectors, power=power, intra=intra, l2=l2, counts=counts)
-    return vectors.reshape(array.shape[0], -1)
+    return vectors.reshape(array.shape[0], array.shape[1] * array.shape[2])
 
 
 def check_power(power) -> float:
@@ -117,8 +117,11 @@ def normalize_in_place(
             np.power(magnitudes, power, out=magnitudes)
         np.copysign(magnitudes, vectors, out=vectors)
     if intra:
-        block_norms = np.sqrt(np.einsum("tkf,tkf->tk", vectors, vectors))
+        # Squares summed in float64: float32 squares of large sums overflow.
+        block_norms = np.sqrt(
+            np.einsum("tkf,tkf->tk", vectors, vectors, dtype=np.float64)
+        )
         vectors /= np.maximum(block_norms, NORM_FLOOR)[:, :, None]
     if l2:
-        norms = np.sqrt(np.einsum("tkf,tkf->t", vectors, vectors))
+        norms = np.sqrt(np.einsum("tkf,tkf->t", vectors, vectors, dtype=np.float64))
         vectors /= np.maximum(norms, NORM_FLOOR)[:, None, None]

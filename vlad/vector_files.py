@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vlad._io import atomic_write
+from vlad._io import atomic_writes
 
 NAMES_SUFFIX = ".names.txt"
 RECORD_SUFFIX = ".json"
@@ -39,10 +39,11 @@ def vector_file_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
 def save_vectors(
     path: str | os.PathLike, vectors, names: Sequence[str], record: dict
 ) -> None:
-    """Write vectors, their names and a JSON record, each file atomically.
+    """Write vectors, their names and a JSON record atomically, together.
 
-    The ``.npy`` goes last, so a new ``.npy`` always has its names and record
-    beside it.
+    All three are written to temporary files first and renamed into place
+    only when every one was written (the ``.npy`` last), so a failed or
+    interrupted write leaves the previous files as they were.
 
     Parameters
     ----------
@@ -68,12 +69,11 @@ def save_vectors(
     # Serialised before any file is touched: a record that cannot be written
     # leaves all three files as they were.
     record_text = (json.dumps(record, indent=2) + "\n").encode()
-    with atomic_write(names_path) as handle:
-        handle.write(names_text)
-    with atomic_write(record_path) as handle:
-        handle.write(record_text)
-    with atomic_write(vectors_path) as handle:
-        np.save(handle, vectors)
+    with atomic_writes(names_path, record_path, vectors_path) as handles:
+        names_file, record_file, vectors_file = handles
+        names_file.write(names_text)
+        record_file.write(record_text)
+        np.save(vectors_file, vectors)
 
 
 def load_vectors(

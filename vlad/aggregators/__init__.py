@@ -8,11 +8,11 @@ descriptors' dtype. They assume valid input; :func:`aggregate` validates.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Callable
 
 import numpy as np
 
+from vlad._kernels import numba_kernels
 from vlad._validation import (
     as_float_matrix,
     as_labels,
@@ -51,16 +51,17 @@ def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> s
 
     The compiled ``numba`` kernels are the fastest at every size (see the
     README's Performance section), but loading them costs about 0.3 s once per
-    process. So ``auto`` takes ``numba`` when it is installed and either its
-    kernels are already loaded or the input is large enough to repay the load
-    (``n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK``, about
-    260,000 SIFT descriptors with 64 centres); otherwise the ``sparse``
-    product, the fastest that needs no compiler.
+    process. So ``auto`` takes ``numba`` when the input is large enough to
+    repay that (``n_descriptors * n_clusters * n_features >=
+    AUTO_NUMBA_MIN_WORK``, about 260,000 SIFT descriptors with 64 centres) and
+    numba can be imported; otherwise the ``sparse`` product, the fastest that
+    needs no compiler. The choice depends on the input size alone.
     """
-    if not importlib.util.find_spec("numba"):
-        return "sparse"
-    loaded = "vlad._numba_kernels" in sys.modules
-    if loaded or n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK:
+    if n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK:
+        try:
+            numba_kernels()
+        except ImportError:
+            return "sparse"
         return "numba"
     return "sparse"
 

@@ -23,9 +23,10 @@ def aggregate_jax(descriptors, labels, offsets, centers):
 
     Rows and images are padded to power-of-two buckets (padding rows go to a
     segment past the end, which ``segment_sum`` drops), so compilation happens
-    once per bucket, not per call. Residuals are formed before summing, which
-    keeps float32 sums accurate. float64 input runs with JAX's 64-bit mode
-    switched on for the call. Requires JAX (``pip install 'vlad[jax]'``).
+    once per bucket, not per call. Residuals are formed in the input's dtype
+    and summed in float64 (JAX's 64-bit mode is switched on for the call), so
+    float32 results stay accurate however many descriptors an image has.
+    Requires JAX (``pip install 'vlad[jax]'``).
     """
     jax = import_jax()
     n_images = offsets.shape[0] - 1
@@ -39,7 +40,7 @@ def aggregate_jax(descriptors, labels, offsets, centers):
     padded_labels[:n_rows] = labels
     padded_descriptors = np.zeros((padded_rows, n_features), dtype=descriptors.dtype)
     padded_descriptors[:n_rows] = descriptors
-    with jax.enable_x64(descriptors.dtype == np.float64):
+    with jax.enable_x64(True):
         sums = _residual_segment_sum()(
             padded_descriptors, centers, padded_labels, segments, padded_segments
         )
@@ -66,7 +67,9 @@ def _residual_segment_sum():
 
     @functools.partial(jax.jit, static_argnames=("num_segments",))
     def residual_segment_sum(descriptors, centers, labels, segments, num_segments):
-        residuals = descriptors - centers[labels]
-        return jax.ops.segment_sum(residuals, segments, num_segments=num_segments)
+        # segment_sum adds row after row: float64 keeps huge images accurate.
+        residuals = (descriptors - centers[labels]).astype(jax.numpy.float64)
+        sums = jax.ops.segment_sum(residuals, segments, num_segments=num_segments)
+        return sums.astype(descriptors.dtype)
 
     return residual_segment_sum
