@@ -12,7 +12,7 @@ from vlad.aggregators import (
     choose_aggregator,
     resolve_aggregator,
 )
-from vlad.aggregators._common import image_of_rows
+from vlad.aggregators._common import segment_counts
 from vlad.aggregators.numba_kernel import aggregate_numba
 from vlad.assignment import CHUNK_BYTES, _assign
 from vlad.codebook import as_centers
@@ -149,12 +149,6 @@ def _encode_staged(
         dtype=descriptors.dtype,
         requirements=["C", "W"],
     )
-    counts = None
-    if mass:
-        n_images, n_clusters = offsets.shape[0] - 1, centers.shape[0]
-        counts = np.bincount(
-            image_of_rows(offsets) * n_clusters + labels,
-            minlength=n_images * n_clusters,
-        ).reshape(n_images, n_clusters)
+    counts = segment_counts(offsets, labels, centers.shape[0]) if mass else None
     normalize_in_place(residuals, power=power, intra=intra, l2=l2, counts=counts)
     return residuals

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlad._kernels import numba_kernels
+from vlad._parallel import balanced_ranges
 from vlad.assignment import _raise_non_finite
 
 #: Rows of one worker's block (whole images): large enough to amortise the
@@ -31,10 +32,7 @@ def image_blocks(offsets: np.ndarray, n_clusters: int) -> list[tuple[int, int]]:
     n_images = offsets.shape[0] - 1
     weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
     n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
-    targets = np.linspace(0, weights[-1], n_blocks + 1)[1:-1]
-    cuts = np.searchsorted(weights, targets)
-    bounds = np.unique(np.concatenate([[0], cuts, [n_images]]))
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return balanced_ranges(weights, n_blocks)
 
 
 def fused_residuals(

@@ -18,6 +18,33 @@ def image_of_rows(offsets: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(n_images, dtype=np.intp), np.diff(offsets))
 
 
+def segment_counts(
+    offsets: np.ndarray, labels: np.ndarray, n_clusters: int
+) -> np.ndarray:
+    """Descriptors per image and centre, shape (n_images, n_clusters)."""
+    n_images = offsets.shape[0] - 1
+    segments = image_of_rows(offsets) * n_clusters + labels
+    counts = np.bincount(segments, minlength=n_images * n_clusters)
+    return counts.reshape(n_images, n_clusters)
+
+
+def block_segments(
+    images: np.ndarray, labels: np.ndarray, n_clusters: int, start: int, stop: int
+) -> tuple[int, int, np.ndarray]:
+    """The images that rows ``start:stop`` belong to, and each row's segment.
+
+    Returns
+    -------
+    first_image, last_image : int
+        The rows belong to images ``first_image:last_image``.
+    segments : ndarray of shape (stop - start,)
+        ``(image - first_image) * n_clusters + label`` of each row.
+    """
+    first_image, last_image = int(images[start]), int(images[stop - 1]) + 1
+    segments = (images[start:stop] - first_image) * n_clusters + labels[start:stop]
+    return first_image, last_image, segments
+
+
 def row_blocks(n_rows: int, rows_per_block: int) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` of consecutive blocks of at most ``rows_per_block`` rows."""
     rows_per_block = max(1, rows_per_block)

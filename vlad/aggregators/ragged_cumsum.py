@@ -6,6 +6,7 @@ import numpy as np
 
 from vlad.aggregators._common import (
     WORKING_SET_BYTES,
+    block_segments,
     image_of_rows,
     row_blocks,
     subtract_centers,
@@ -28,9 +29,10 @@ def aggregate_ragged_cumsum(descriptors, labels, offsets, centers):
     images = image_of_rows(offsets)
     rows_per_block = WORKING_SET_BYTES // (n_features * (8 + descriptors.itemsize))
     for start, stop in row_blocks(descriptors.shape[0], rows_per_block):
-        first_image, last_image = images[start], images[stop - 1]
-        n_block_segments = (last_image - first_image + 1) * n_clusters
-        segments = (images[start:stop] - first_image) * n_clusters + labels[start:stop]
+        first_image, last_image, segments = block_segments(
+            images, labels, n_clusters, start, stop
+        )
+        n_block_segments = (last_image - first_image) * n_clusters
         order = np.argsort(segments, kind="stable")
         running = np.empty((stop - start + 1, n_features), dtype=np.float64)
         running[0] = 0.0
@@ -38,8 +40,6 @@ def aggregate_ragged_cumsum(descriptors, labels, offsets, centers):
         block_counts = np.bincount(segments, minlength=n_block_segments)
         ends = np.cumsum(block_counts)
         block_sums = running[ends] - running[ends - block_counts]
-        sums[first_image : last_image + 1] += block_sums.reshape(
-            -1, n_clusters, n_features
-        )
-        counts[first_image : last_image + 1] += block_counts.reshape(-1, n_clusters)
+        sums[first_image:last_image] += block_sums.reshape(-1, n_clusters, n_features)
+        counts[first_image:last_image] += block_counts.reshape(-1, n_clusters)
     return subtract_centers(sums, counts, centers, descriptors.dtype)

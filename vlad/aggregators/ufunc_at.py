@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.aggregators._common import image_of_rows, subtract_centers
+from vlad.aggregators._common import image_of_rows, segment_counts, subtract_centers
 
 
 def aggregate_ufunc_at(descriptors, labels, offsets, centers):
@@ -18,10 +18,9 @@ def aggregate_ufunc_at(descriptors, labels, offsets, centers):
     segments = image_of_rows(offsets) * n_clusters + labels
     sums = np.zeros((n_images * n_clusters, n_features), dtype=np.float64)
     np.add.at(sums, segments, descriptors)
-    counts = np.bincount(segments, minlength=n_images * n_clusters)
     return subtract_centers(
         sums.reshape(n_images, n_clusters, n_features),
-        counts.reshape(n_images, n_clusters),
+        segment_counts(offsets, labels, n_clusters),
         centers,
         descriptors.dtype,
     )
