@@ -406,3 +406,12 @@ def test_vlad_bench_prints_tables_and_writes_json(monkeypatch, tmp_path):
     report = json.loads(path.read_text())
     assert set(report["tables"]) == {"single", "single latency", "b", "threads tiny32"}
     assert {check["number"] for check in report["targets"]} >= {1, 2, 3, 4, 5, 7}
+
+
+def test_vlad_bench_refuses_to_replace_outputs(tmp_path):
+    path = tmp_path / "results.json"
+    path.write_text("{}")
+    result = CliRunner().invoke(main, ["bench", "--size", "a", "--json", str(path)])
+    assert result.exit_code == 1
+    assert "already exists; pass --overwrite" in result.output
+    assert path.read_text() == "{}"

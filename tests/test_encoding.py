@@ -138,3 +138,22 @@ def test_no_images(aggregator):
         np.zeros((0, 5, 4), np.float32), np.ones((2, 4)), aggregator=aggregator
     )
     assert vectors.shape == (0, 8) and vectors.dtype == np.float32
+
+
+@pytest.mark.parametrize("aggregator", ["auto", "numba", "sparse"])
+def test_n_jobs_does_not_change_the_vectors(aggregator):
+    pytest.importorskip("numba")
+    sets = vlad.datasets.make_descriptor_sets(300, 200, 64, ragged=True, seed=6)
+    centers = sets.descriptors[::1000][:64]  # 2^27+ multiply-adds: threads run
+    vectors = [
+        vlad.encode(sets, centers, aggregator=aggregator, n_jobs=n_jobs)
+        for n_jobs in (1, 2, -1, None)
+    ]
+    for other in vectors[1:]:
+        np.testing.assert_array_equal(other, vectors[0])
+
+
+@pytest.mark.parametrize(("n_jobs", "error"), [(0, ValueError), (1.5, TypeError)])
+def test_bad_n_jobs_is_named(n_jobs, error):
+    with pytest.raises(error, match="n_jobs must be a positive integer, -1 or None"):
+        vlad.encode([np.ones((2, 2))], np.ones((1, 2)), n_jobs=n_jobs)

@@ -311,7 +311,8 @@ def encode_images(
     aggregator, power, intra, l2, mass
         As in :func:`vlad.encode`.
     n_jobs, progress
-        As in :func:`extract_images`.
+        As in :func:`extract_images`; ``n_jobs`` also bounds the threads of
+        :func:`vlad.encode`.
 
     Returns
     -------
@@ -357,7 +358,7 @@ def encode_images(
     if _descriptor_file(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
         _check_same_kind(SiftOptions.from_record(sets.metadata), codebook)
-        vectors = encode(sets, codebook, **encoding)
+        vectors = encode(sets, codebook, **encoding, n_jobs=n_jobs)
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, encoding
         )
@@ -382,7 +383,9 @@ def encode_images(
         blocks = _keep_readable(chunk, report)
         if blocks:
             sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
-            vectors[start : start + len(blocks)] = encode(sets, codebook, **encoding)
+            vectors[start : start + len(blocks)] = encode(
+                sets, codebook, **encoding, n_jobs=n_jobs
+            )
     _check_any_read(report, inputs)
     return EncodedImages(
         vectors[: len(report.names)],

@@ -1157,12 +1157,8 @@ def benchmark_sweep(
     return Sweep(rows, measurements, shape, notes)
 
 
-def plot_sweep(sweep: Sweep, path: str | os.PathLike) -> None:
-    """Write the sweep as a PNG: ns per descriptor against N, log-log.
-
-    Requires matplotlib (``pip install 'vlad[bench]'``); uses its object API,
-    so no global backend is set.
-    """
+def _matplotlib_figure():
+    """matplotlib's ``Figure`` class, or an ImportError saying how to install it."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -1170,6 +1166,16 @@ def plot_sweep(sweep: Sweep, path: str | os.PathLike) -> None:
             "plotting the sweep requires matplotlib; install it with: "
             "pip install 'vlad[bench]'"
         ) from None
+    return Figure
+
+
+def plot_sweep(sweep: Sweep, path: str | os.PathLike) -> None:
+    """Write the sweep as a PNG: ns per descriptor against N, log-log.
+
+    Requires matplotlib (``pip install 'vlad[bench]'``); uses its object API,
+    so no global backend is set.
+    """
+    Figure = _matplotlib_figure()
     figure = Figure(figsize=(8, 5), layout="constrained")
     axes = figure.subplots()
     for name in sweep.measurements:
@@ -1749,6 +1755,8 @@ def run_benchmarks(
     Report
     """
     names = parse_sizes(sizes)
+    if plot is not None and "sweep" in names:
+        _matplotlib_figure()  # fail now, not after the sweep has run
     options = {"repeats": repeats, "threads": threads, "max_seconds": max_seconds}
     report = Report(
         machine_info(),

@@ -62,6 +62,9 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         Seed of the descriptor sample and of k-means. An int gives the same
         codebook as ``vlad.fit_codebook(..., seed=random_state)``; ``None``
         gives a different codebook at each fit.
+    n_jobs : int or None, default=None
+        Threads :meth:`transform` encodes with (None or -1: every available
+        core; see :func:`vlad.encode`). The vectors do not depend on it.
 
     Attributes
     ----------
@@ -157,6 +160,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "sample": [Interval(Integral, 1, None, closed="left"), None],
         "codebook": [Codebook, "array-like", str, os.PathLike, None],
         "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(
@@ -171,6 +175,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         sample: int | None = 100_000,
         codebook=None,
         random_state=None,
+        n_jobs: int | None = None,
     ):
         self.n_clusters = n_clusters
         self.aggregator = aggregator
@@ -181,6 +186,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.sample = sample
         self.codebook = codebook
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     @classmethod
     def from_codebook(cls, codebook, **params) -> VLADEncoder:
@@ -331,6 +337,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             intra=self.intra,
             l2=self.l2,
             mass=self.mass,
+            n_jobs=self.n_jobs,
         )
 
     @_fit_context(prefer_skip_nested_validation=True)
