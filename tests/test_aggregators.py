@@ -208,12 +208,10 @@ def test_auto_resolves_to_an_available_aggregator():
     assert name in vlad.available_aggregators() and name != "auto"
 
 
-def test_auto_chooses_by_size_alone():
+def test_auto_prefers_numba_at_every_size():
     pytest.importorskip("numba")
-    assert choose_aggregator(1000, 64, 128) == "sparse"
-    assert choose_aggregator(300_000, 64, 128) == "numba"
-    vlad.encode([np.ones((3, 2))], np.ones((1, 2)), aggregator="numba")
-    assert choose_aggregator(1000, 64, 128) == "sparse"
+    for n_descriptors in (0, 1000, 10**7):
+        assert choose_aggregator(n_descriptors, 64, 128) == "numba"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vlad._parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad._validation import as_float_matrix, check_n_features
@@ -12,7 +13,11 @@ CHUNK_BYTES = 1 << 20
 
 
 def assign(
-    descriptors, centers, *, chunk_bytes: int = CHUNK_BYTES, n_jobs: int | None = None
+    descriptors: ArrayLike,
+    centers: ArrayLike,
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    n_jobs: int | None = None,
 ) -> np.ndarray:
     """Index of each descriptor's nearest centre in squared Euclidean distance.
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vlad._io import load_npz, save_npz
 from vlad._validation import as_float_matrix, check_finite, check_positive_int
@@ -32,7 +34,7 @@ class Codebook:
     fit_codebook : Fit a codebook with k-means.
     """
 
-    def __init__(self, centers, metadata: dict | None = None):
+    def __init__(self, centers: ArrayLike, metadata: dict | None = None):
         self.centers = as_float_matrix(centers, "centers")
         if self.centers.shape[0] < 1 or self.centers.shape[1] < 1:
             raise ValueError(
@@ -99,7 +101,7 @@ class Codebook:
         )
 
 
-def as_centers(codebook) -> np.ndarray:
+def as_centers(codebook: Codebook | ArrayLike) -> np.ndarray:
     """Return the ``(K, F)`` centres of a :class:`Codebook` or array."""
     if isinstance(codebook, Codebook):
         return codebook.centers
@@ -107,7 +109,7 @@ def as_centers(codebook) -> np.ndarray:
 
 
 def fit_codebook(
-    descriptors,
+    descriptors: ArrayLike | DescriptorSets | Sequence[ArrayLike],
     n_clusters: int = 64,
     *,
     sample: int | None = 100_000,

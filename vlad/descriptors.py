@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vlad._io import load_npz, save_npz
 from vlad._validation import as_float_matrix, as_offsets
@@ -45,7 +46,13 @@ class DescriptorSets:
     (2, [0, 2, 2], (2, 3), (0, 3))
     """
 
-    def __init__(self, descriptors, offsets, names=None, metadata=None):
+    def __init__(
+        self,
+        descriptors: ArrayLike,
+        offsets: ArrayLike,
+        names: Sequence[str] | None = None,
+        metadata: dict | None = None,
+    ):
         self.descriptors = as_float_matrix(descriptors, "descriptors")
         self.offsets = as_offsets(offsets, self.descriptors.shape[0])
         n_images = self.offsets.shape[0] - 1
@@ -62,7 +69,7 @@ class DescriptorSets:
     @classmethod
     def from_list(
         cls,
-        arrays: Sequence,
+        arrays: Sequence[ArrayLike],
         names: Sequence[str] | None = None,
         *,
         n_features: int | None = None,
@@ -197,7 +204,9 @@ class DescriptorSets:
         )
 
 
-def as_descriptor_sets(values) -> DescriptorSets:
+def as_descriptor_sets(
+    values: DescriptorSets | Sequence[ArrayLike] | np.ndarray,
+) -> DescriptorSets:
     """Accept a :class:`DescriptorSets`, a list of ``(L_t, F)`` arrays or a
     ``(T, L, F)`` array, and return a :class:`DescriptorSets`."""
     if isinstance(values, DescriptorSets):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vlad._parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad._validation import check_n_features
 from vlad.aggregators import (
     AGGREGATORS,
+    Aggregator,
     aggregate_auto,
     choose_aggregator,
     resolve_aggregator,
@@ -15,17 +19,17 @@ from vlad.aggregators import (
 from vlad.aggregators._common import segment_counts
 from vlad.aggregators.numba_kernel import aggregate_numba
 from vlad.assignment import CHUNK_BYTES, _assign
-from vlad.codebook import as_centers
-from vlad.descriptors import as_descriptor_sets
+from vlad.codebook import Codebook, as_centers
+from vlad.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.fused import fused_residuals, image_blocks
 from vlad.normalization import check_power, normalize_in_place
 
 
 def encode(
-    descriptor_sets,
-    codebook,
+    descriptor_sets: DescriptorSets | Sequence[ArrayLike] | np.ndarray,
+    codebook: Codebook | ArrayLike,
     *,
-    aggregator="auto",
+    aggregator: str | Aggregator = "auto",
     power: float = 1.0,
     intra: bool = True,
     l2: bool = True,

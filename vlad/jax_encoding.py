@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vlad._validation import check_n_features
 from vlad.aggregators._common import image_of_rows
 from vlad.aggregators.jax_kernel import MIN_ROW_BUCKET, bucket_size, import_jax
-from vlad.codebook import as_centers
-from vlad.descriptors import as_descriptor_sets
+from vlad.codebook import Codebook, as_centers
+from vlad.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.normalization import NORM_FLOOR, check_power
 
 
@@ -58,13 +61,13 @@ class JaxEncoder:
 
     def __init__(
         self,
-        codebook,
+        codebook: Codebook | ArrayLike,
         *,
         power: float = 1.0,
         intra: bool = True,
         l2: bool = True,
         mass: bool = False,
-        device=None,
+        device: Any = None,
     ):
         jax = import_jax()
         self.power = check_power(power)
@@ -78,7 +81,9 @@ class JaxEncoder:
             }
         self.n_clusters, self.n_features = centers.shape
 
-    def __call__(self, descriptor_sets) -> np.ndarray:
+    def __call__(
+        self, descriptor_sets: DescriptorSets | Sequence[ArrayLike] | np.ndarray
+    ) -> np.ndarray:
         """VLAD vectors of a batch, shape (n_images, n_clusters * n_features).
 
         Parameters

@@ -5,18 +5,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: Norms below this are treated as this, so a zero vector stays exactly zero.
 NORM_FLOOR = 1e-12
 
 
 def normalize(
-    residuals,
+    residuals: ArrayLike,
     *,
     power: float = 1.0,
     intra: bool = True,
     l2: bool = True,
-    counts=None,
+    counts: ArrayLike | None = None,
 ) -> np.ndarray:
     """Normalise residual sums into VLAD vectors.
 
@@ -89,7 +90,7 @@ def normalize(
     return vectors.reshape(array.shape[0], array.shape[1] * array.shape[2])
 
 
-def check_power(power) -> float:
+def check_power(power: float) -> float:
     """Return ``power`` as float after checking it lies in (0, 1]."""
     if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
         raise TypeError(f"power must be a number in (0, 1]; got {power!r}")

@@ -11,6 +11,7 @@ import importlib.util
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from vlad._kernels import numba_kernels
 from vlad._validation import (
@@ -30,9 +31,6 @@ from vlad.aggregators.ufunc_at import aggregate_ufunc_at
 
 Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
-#: Work (descriptors x centres x features) above which ``auto`` loads numba.
-AUTO_NUMBA_MIN_WORK = 1 << 31
-
 #: The module each optional aggregator needs.
 _REQUIRES = {"numba": "numba", "jax": "jax"}
 
@@ -49,24 +47,27 @@ def available_aggregators() -> list[str]:
 def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> str:
     """The name of the aggregator ``auto`` uses for an input of this size.
 
-    The compiled ``numba`` kernels are the fastest at every size (see the
-    README's Performance section), but loading them costs about 0.3 s once per
-    process. So ``auto`` takes ``numba`` when the input is large enough to
-    repay that (``n_descriptors * n_clusters * n_features >=
-    AUTO_NUMBA_MIN_WORK``, about 260,000 SIFT descriptors with 64 centres) and
-    numba can be imported; otherwise the ``sparse`` product, the fastest that
-    needs no compiler. The choice depends on the input size alone.
+    The compiled ``numba`` kernels are the fastest at every size measured (see
+    the README's Performance section), so ``auto`` takes them whenever numba
+    can be imported; otherwise the ``sparse`` product, the fastest that needs
+    no compiler. The first use in a process loads the kernels from numba's
+    disk cache (about 0.3 s; compiling them the very first time takes a few
+    seconds). The sizes are accepted so that the rule can depend on them;
+    today it does not.
     """
-    if n_descriptors * n_clusters * n_features >= AUTO_NUMBA_MIN_WORK:
-        try:
-            numba_kernels()
-        except ImportError:
-            return "sparse"
-        return "numba"
-    return "sparse"
+    try:
+        numba_kernels()
+    except ImportError:
+        return "sparse"
+    return "numba"
 
 
-def aggregate_auto(descriptors, labels, offsets, centers):
+def aggregate_auto(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """The fastest installed aggregator for the input size (see
     :func:`choose_aggregator`)."""
     n_clusters, n_features = centers.shape
@@ -105,7 +106,13 @@ def resolve_aggregator(method: str | Aggregator) -> Aggregator:
         ) from None
 
 
-def aggregate(descriptors, labels, offsets, centers, method="auto") -> np.ndarray:
+def aggregate(
+    descriptors: ArrayLike,
+    labels: ArrayLike,
+    offsets: ArrayLike,
+    centers: ArrayLike,
+    method: str | Aggregator = "auto",
+) -> np.ndarray:
     """Sum of residuals per image and centre: the VLAD scatter-reduce.
 
     ``residuals[t, k] = sum(x - centers[k])`` over the descriptors ``x`` of image

@@ -18,7 +18,12 @@ def bucket_size(n: int, minimum: int = 1) -> int:
     return 1 << (max(int(n), int(minimum)) - 1).bit_length()
 
 
-def aggregate_jax(descriptors, labels, offsets, centers):
+def aggregate_jax(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """``jax.ops.segment_sum`` of the residuals ``x - c_label``, jitted.
 
     Rows and images are padded to power-of-two buckets (padding rows go to a

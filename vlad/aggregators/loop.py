@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def aggregate_loop(descriptors, labels, offsets, centers):
+def aggregate_loop(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """Per image, per centre, a masked sum of residuals (the oracle).
 
     Slow (``n_images * n_clusters`` passes of a mask) and obviously right:

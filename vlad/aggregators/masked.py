@@ -7,7 +7,12 @@ import numpy as np
 from vlad.aggregators._common import WORKING_SET_BYTES, image_of_rows, row_blocks
 
 
-def aggregate_masked(descriptors, labels, offsets, centers):
+def aggregate_masked(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """Dense one-hot mask times every residual ``x - c_k``, summed per image.
 
     The broadcasting formulation of the essay: it forms the residual of every

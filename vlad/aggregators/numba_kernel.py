@@ -11,7 +11,12 @@ from vlad._parallel import available_cores, balanced_ranges, run_ranges
 PARALLEL_MIN_ROWS = 65_536
 
 
-def aggregate_numba(descriptors, labels, offsets, centers):
+def aggregate_numba(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """Compiled loop: each image's rows added into a float64 ``(K, F)``
     accumulator that stays in cache, images split across threads.
 

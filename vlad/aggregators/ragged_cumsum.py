@@ -13,7 +13,12 @@ from vlad.aggregators._common import (
 )
 
 
-def aggregate_ragged_cumsum(descriptors, labels, offsets, centers):
+def aggregate_ragged_cumsum(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """Sort rows by (image, centre), take a running sum, difference at segment ends.
 
     The essay's trick, made accurate and memory-bounded: a float32 running sum

@@ -16,7 +16,12 @@ from vlad.aggregators._common import (
 ROWS_PER_BLOCK = 4096
 
 
-def aggregate_sparse(descriptors, labels, offsets, centers):
+def aggregate_sparse(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """Multiply a one-hot (segment x descriptor) sparse matrix by the descriptors.
 
     The matrix is built directly in CSC form (one non-zero per column, at the

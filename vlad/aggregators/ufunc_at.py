@@ -7,7 +7,12 @@ import numpy as np
 from vlad.aggregators._common import image_of_rows, segment_counts, subtract_centers
 
 
-def aggregate_ufunc_at(descriptors, labels, offsets, centers):
+def aggregate_ufunc_at(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
     """Unbuffered scatter-add of every descriptor into its (image, centre) row.
 
     ``np.add.at`` accumulates repeated indices correctly (plain fancy-index
