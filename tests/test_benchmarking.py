@@ -28,6 +28,14 @@ TINY = {
 TINY_SINGLE = Workload("single", 1, 60, 8, 4)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def exact_repeats():
+    """Tiny operations repeat exactly ``repeats`` times here (no autorange)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(benchmarking, "MIN_SECONDS", 0.0)
+        yield
+
+
 @pytest.fixture(scope="module", params=sorted(TINY))
 def problem(request):
     return benchmarking.make_problem(TINY[request.param])
@@ -130,6 +138,14 @@ def test_measure_calls_warm_up_traced_then_timed():
     assert measurement.output_bytes == 8 << 20
     assert 8 << 20 <= measurement.peak_bytes < 9 << 20
     assert measurement.error == 0.5
+
+
+def test_time_calls_repeats_fast_calls_until_they_add_up(monkeypatch):
+    monkeypatch.setattr(benchmarking, "MIN_SECONDS", 0.25)
+    times = benchmarking.time_calls(lambda: None, repeats=2)
+    assert len(times) == benchmarking.MAX_REPEATS
+    slow = benchmarking.time_calls(lambda: time.sleep(0.2), repeats=2)
+    assert len(slow) == 2
 
 
 def test_time_calls_stops_once_the_budget_is_spent():

@@ -69,6 +69,11 @@ MEMORY_LIMIT_BYTES = 2 * GIB
 #: (after at least ``MIN_REPEATS`` calls).
 MAX_SECONDS = 20.0
 MIN_REPEATS = 3
+#: Fast operations repeat beyond ``repeats`` until their calls have taken this
+#: long (as timeit's autorange does), up to ``MAX_REPEATS`` calls: a median of
+#: five sub-millisecond calls is mostly scheduler noise on a shared machine.
+MIN_SECONDS = 0.25
+MAX_REPEATS = 1000
 
 # Row groups, and the names of the rows other rows are compared with.
 FLOOR, ASSIGN, AGGREGATE, ESSAY, ENCODE, KERNEL = (
@@ -493,7 +498,9 @@ def time_calls(
     """Wall-clock seconds of consecutive calls of ``function``.
 
     The garbage collector is paused while timing. Repeating stops early, after
-    at least ``MIN_REPEATS`` calls, once the calls have taken ``max_seconds``.
+    at least ``MIN_REPEATS`` calls, once the calls have taken ``max_seconds``;
+    it goes on beyond ``repeats`` calls while they have taken less than
+    ``MIN_SECONDS`` (at most ``MAX_REPEATS`` calls).
     Each result is released only after its call has been timed.
 
     Returns
@@ -504,7 +511,9 @@ def time_calls(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        while len(times) < repeats:
+        while len(times) < repeats or (
+            sum(times) < MIN_SECONDS and len(times) < MAX_REPEATS
+        ):
             start = time.perf_counter()
             result = function()
             times.append(time.perf_counter() - start)
