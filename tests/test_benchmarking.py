@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from numpy.testing import assert_allclose
 
 import vlad
-from vlad import benchmarking
+from vlad import benchmarking, essay
 from vlad.benchmarking import (
     AGGREGATION_FLOOR,
     ASSIGNMENT_FLOOR,
@@ -99,8 +99,8 @@ def test_optvec_is_wrong_when_the_first_segment_is_empty(problem):
     centers = problem.centers
     images[0, problem.kmeans.predict(images[0]) == 0] = centers[1]
     images[-1, 0] = centers[-1]
-    expected = benchmarking.looping(problem.kmeans, images)
-    vectors = benchmarking.optvec(problem.kmeans, images)
+    expected = essay.looping(problem.kmeans, images)
+    vectors = essay.optvec(problem.kmeans, images)
     assert not np.allclose(vectors[0], expected[0], atol=1e-3)
     assert_allclose(vectors[1:], expected[1:], atol=1e-4)
 
