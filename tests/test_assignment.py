@@ -78,7 +78,7 @@ def test_no_descriptors():
         (np.ones((2, 3)), np.ones((2, 4)), "descriptors have 3 features but"),
         ([[0.0, 1.0], [np.nan, 1.0]], np.ones((2, 2)), "NaN or infinite values.*row 1"),
         ([[0.0, 1.0], [np.inf, 1.0]], np.ones((2, 2)), "NaN or infinite values.*row 1"),
-        (np.ones((2, 2)), [[np.nan, 1.0]], "centers contain NaN"),
+        (np.ones((2, 2)), [[np.nan, 1.0]], "centers contains 1 NaN"),
         (np.full((2, 2), 3e38, np.float32), np.ones((1, 2)), "overflow"),
         (np.ones(3), np.ones((2, 3)), "must be a 2-D array"),
     ],

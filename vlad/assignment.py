@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad._parallel import resolve_n_jobs, run_ranges, workers_for
-from vlad._validation import as_float_matrix, check_n_features
+from vlad._validation import as_float_matrix, check_finite, check_n_features
 
 #: Size of the per-chunk distance matrix; small enough to stay in cache.
 CHUNK_BYTES = 1 << 20
@@ -54,8 +54,7 @@ def assign(
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
-    if not np.isfinite(centers).all():
-        raise ValueError("centers contain NaN or infinite values")
+    check_finite(centers, "centers")
     return _assign(descriptors, centers, chunk_bytes, resolve_n_jobs(n_jobs))
 
 
