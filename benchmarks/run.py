@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from vlad_cli.bench import bench
+from vlad.cli.bench import bench
 
 if __name__ == "__main__":
     sys.exit(bench.main(prog_name="benchmarks/run.py"))

@@ -17,11 +17,11 @@ from conftest import (
 from hypothesis import given
 
 import vlad
-from vlad.aggregators import (
-    _common,
+from vlad.core.aggregators import (
     choose_aggregator,
     jax_kernel,
     resolve_aggregator,
+    segments,
 )
 
 ALL = [aggregator_param(name) for name in vlad.AGGREGATORS]
@@ -175,9 +175,9 @@ def test_naive_float32_cumsum_would_fail_the_accuracy_bound():
 @pytest.mark.parametrize("method", ["masked", "ragged-cumsum"])
 def test_chunked_aggregators_keep_a_bounded_working_set(method, monkeypatch):
     budget = 1 << 20
-    monkeypatch.setattr(_common, "WORKING_SET_BYTES", budget)
+    monkeypatch.setattr(segments, "WORKING_SET_BYTES", budget)
     for module in ("masked", "ragged_cumsum"):
-        monkeypatch.setattr(f"vlad.aggregators.{module}.WORKING_SET_BYTES", budget)
+        monkeypatch.setattr(f"vlad.core.aggregators.{module}.WORKING_SET_BYTES", budget)
     sets = vlad.datasets.make_descriptor_sets(40, 500, 32, seed=0)
     centers = sets.descriptors[:16].copy()
     labels = vlad.assign(sets.descriptors, centers)

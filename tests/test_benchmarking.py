@@ -19,7 +19,7 @@ from vlad.benchmarking import (
     Table,
     Workload,
 )
-from vlad_cli.main import main
+from vlad.cli.main import main
 
 TINY = {
     "float64": Workload("tiny64", 5, 30, 6, 3, dtype="float64", kind="gaussian"),

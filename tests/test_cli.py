@@ -1,4 +1,4 @@
-"""The ``vlad`` command line: vlad_cli, run with click's CliRunner and as the
+"""The ``vlad`` command line: vlad.cli, run with click's CliRunner and as the
 installed script."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from photos import (
 )
 
 import vlad
-from vlad.vector_files import load_vectors
-from vlad_cli.main import main
+from vlad.cli.main import main
+from vlad.formats.vectors import load_vectors
 
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
 
@@ -84,7 +84,7 @@ def test_the_main_job_writes_vectors_names_and_a_report(main_job):
     assert names == PHOTOS
     codebook = vlad.Codebook.load(folder / "codebook.npz")
     assert record["codebook"]["fingerprint"] == codebook.fingerprint
-    assert record["descriptor"] == vlad.sift.SiftOptions().record()
+    assert record["descriptor"] == vlad.images.sift.SiftOptions().record()
     assert record["encoding"] == {
         "aggregator": "auto",
         "power": 1.0,

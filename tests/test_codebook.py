@@ -40,7 +40,7 @@ def test_same_seed_same_codebook(blobs, algorithm):
 
 def test_auto_uses_minibatch_for_large_samples(monkeypatch, blobs):
     descriptors, _ = blobs
-    monkeypatch.setattr(vlad.codebook, "FULL_KMEANS_MAX_SAMPLES", 100)
+    monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 100)
     assert vlad.fit_codebook(descriptors, 4).metadata["algorithm"] == "minibatch"
     assert vlad.fit_codebook(descriptors[:100], 4).metadata["algorithm"] == "full"
 

@@ -44,7 +44,7 @@ def test_default_names_and_dtypes():
 )
 def test_non_real_descriptors_are_refused(arrays, error, message):
     with pytest.raises(error, match=message):
-        vlad.descriptors.as_descriptor_sets(arrays)
+        vlad.core.descriptors.as_descriptor_sets(arrays)
 
 
 def test_all_empty_needs_n_features():

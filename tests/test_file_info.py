@@ -1,4 +1,4 @@
-"""Summaries of vlad files: vlad.file_info."""
+"""Summaries of vlad files: vlad.formats.info."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import vlad
-from vlad.file_info import describe_file
-from vlad.vector_files import save_vectors
+from vlad.formats.info import describe_file
+from vlad.formats.vectors import save_vectors
 
 
 @pytest.fixture(scope="module")

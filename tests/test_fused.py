@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vlad
-from vlad.fused import fused_residuals, image_blocks
+from vlad.backends.fused import fused_residuals, image_blocks
 
 pytest.importorskip("numba")
 

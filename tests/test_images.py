@@ -1,4 +1,4 @@
-"""Finding image files and reading them: vlad.images."""
+"""Finding image files and reading them: vlad.images.files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from photos import DATA, PHOTOS
 
-from vlad.images import (
+from vlad.images.files import (
     IMAGE_EXTENSIONS,
     ImageReadError,
     _jpeg_is_complete,

@@ -10,7 +10,7 @@ import pytest
 from conftest import DTYPES
 
 import vlad
-from vlad import jax_encoding
+from vlad.backends import jax_encoder as jax_encoding
 
 jax = pytest.importorskip("jax")
 

@@ -1,4 +1,4 @@
-"""SIFT and RootSIFT descriptors of one image: vlad.sift."""
+"""SIFT and RootSIFT descriptors of one image: vlad.images.sift."""
 
 from __future__ import annotations
 
@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 from photos import DATA
 
-from vlad.images import read_image
-from vlad.sift import DENSE_MIN_STEP, DENSE_SIZES, SiftOptions, extract_sift, root_sift
+from vlad.images.files import read_image
+from vlad.images.sift import (
+    DENSE_MIN_STEP,
+    DENSE_SIZES,
+    SiftOptions,
+    extract_sift,
+    root_sift,
+)
 
 
 @pytest.fixture(scope="module")

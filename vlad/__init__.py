@@ -13,15 +13,15 @@ import importlib
 
 from vlad import datasets
 from vlad._version import __version__
-from vlad.aggregators import AGGREGATORS, aggregate, available_aggregators
-from vlad.assignment import assign
-from vlad.batch import encode_images, extract_images, fit_codebook_to_images
-from vlad.codebook import Codebook, fit_codebook
-from vlad.descriptors import DescriptorSets
-from vlad.encoding import encode
-from vlad.jax_encoding import JaxEncoder
-from vlad.normalization import normalize
-from vlad.sift import extract_sift
+from vlad.backends.jax_encoder import JaxEncoder
+from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
+from vlad.core.assignment import assign
+from vlad.core.codebook import Codebook, fit_codebook
+from vlad.core.descriptors import DescriptorSets
+from vlad.core.encoding import encode
+from vlad.core.normalization import normalize
+from vlad.images.batch import encode_images, extract_images, fit_codebook_to_images
+from vlad.images.sift import extract_sift
 
 __all__ = [
     "AGGREGATORS",
@@ -46,7 +46,10 @@ __all__ = [
 
 # Public names whose modules import scikit-learn's estimator machinery (about
 # 0.6 s), loaded on first use so that ``import vlad`` and the CLI stay fast.
-_LAZY_MODULES = {"SIFTExtractor": "vlad.sift_extractor", "VLADEncoder": "vlad.encoder"}
+_LAZY_MODULES = {
+    "SIFTExtractor": "vlad.estimators.sift_extractor",
+    "VLADEncoder": "vlad.estimators.encoder",
+}
 
 
 def __getattr__(name: str):

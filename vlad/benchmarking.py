@@ -42,15 +42,15 @@ from typing import Any
 
 import numpy as np
 
-from vlad._io import atomic_write
-from vlad.aggregators import AGGREGATORS, available_aggregators, choose_aggregator
-from vlad.aggregators._common import image_of_rows
-from vlad.assignment import assign
+from vlad.core.aggregators import AGGREGATORS, available_aggregators, choose_aggregator
+from vlad.core.aggregators.segments import image_of_rows
+from vlad.core.assignment import assign
+from vlad.core.descriptors import DescriptorSets
+from vlad.core.encoding import encode
+from vlad.core.normalization import normalize
 from vlad.datasets import make_descriptor_sets
-from vlad.descriptors import DescriptorSets
-from vlad.encoding import encode
 from vlad.essay import ESSAY_METHODS
-from vlad.normalization import normalize
+from vlad.formats.files import atomic_write
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad._validation import check_positive_int
-from vlad.descriptors import DescriptorSets
+from vlad.core.descriptors import DescriptorSets
+from vlad.core.validation import check_positive_int
 
 
 def make_descriptor_sets(

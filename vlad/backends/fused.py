@@ -1,0 +1,95 @@
+"""Assignment and aggregation fused in one pass over the descriptors (numba).
+
+:func:`vlad.encode`'s fast path. A worker takes a block of whole images; for
+each cache-sized chunk of their rows, NumPy's matrix product gives ``-2 c.x``
+for every centre and row (as ``(K, rows)``, the faster orientation for BLAS
+here), and compiled loops add ``|c|^2``, take the argmin and add each row into
+its image's float64 ``(K, F)`` accumulator while the chunk is still in cache.
+This saves the second pass over the descriptors, the ``(rows, K)`` addition of
+squared norms and NumPy's argmin over short rows. Labels are the nearest
+centres as :func:`vlad.assign` finds them, up to float rounding in near-ties.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlad.backends.compiled import numba_kernels
+from vlad.core.assignment import _raise_non_finite
+from vlad.core.parallel import balanced_ranges
+
+#: Rows of one worker's block (whole images): large enough to amortise the
+#: hand-off, small enough that every worker gets several blocks.
+ROWS_PER_BLOCK = 16_384
+
+
+def image_blocks(offsets: np.ndarray, n_clusters: int) -> list[tuple[int, int]]:
+    """Split images into contiguous blocks of about ``ROWS_PER_BLOCK`` rows.
+
+    Each image also weighs ``n_clusters`` rows (writing its ``K`` result blocks),
+    so that many empty images still make several blocks.
+    """
+    n_images = offsets.shape[0] - 1
+    weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
+    n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
+    return balanced_ranges(weights, n_blocks)
+
+
+def fused_residuals(
+    descriptors: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+    first: int,
+    last: int,
+    chunk_bytes: int,
+    residuals: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """Write residual sums and counts of images ``first:last``.
+
+    Parameters
+    ----------
+    descriptors : ndarray of shape (n_descriptors, n_features)
+    offsets : ndarray of int64 of shape (n_images + 1,)
+    centers : ndarray of shape (n_clusters, n_features), descriptors' dtype
+    first, last : int
+        The block of images to process.
+    chunk_bytes : int
+        Bound on one chunk's ``(rows, K)`` product matrix.
+    residuals : ndarray of shape (n_images, n_clusters, n_features)
+        Output; rows ``first:last`` are written.
+    counts : ndarray of int64 of shape (n_images, n_clusters)
+        Output; rows ``first:last`` are written.
+
+    Raises
+    ------
+    ValueError
+        A descriptor is NaN or infinite, or its distances overflow.
+    """
+    kernels = numba_kernels()
+    n_clusters, n_features = centers.shape
+    scaled_centers = np.ascontiguousarray(-2.0 * centers)
+    squared_norms = np.einsum("kf,kf->k", centers, centers)
+    sums = np.zeros((n_clusters, n_features), dtype=np.float64)
+    image_counts = np.zeros(n_clusters, dtype=np.int64)
+    rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
+    row_start, row_stop = int(offsets[first]), int(offsets[last])
+    chunk_rows = min(rows_per_chunk, row_stop - row_start)
+    products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
+    labels = np.empty(chunk_rows, dtype=np.intp)
+    image = first
+    for start in range(row_start, row_stop, rows_per_chunk):
+        stop = min(start + rows_per_chunk, row_stop)
+        block = products[:, : stop - start]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
+        bad_row = kernels.nearest(block, squared_norms, labels)
+        if bad_row >= 0:
+            _raise_non_finite(
+                descriptors[start + bad_row : start + bad_row + 1], start + bad_row
+            )
+        image = kernels.add_rows(
+            descriptors, labels, start, offsets, start, stop, image, centers,
+            sums, image_counts, residuals, counts,
+        )  # fmt: skip
+    kernels.flush(centers, image, last, sums, image_counts, residuals, counts)

@@ -1,0 +1,48 @@
+"""``vlad info``: what a codebook, descriptors or vectors file holds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from vlad.cli.reporting import library_errors
+from vlad.formats.info import describe_file
+
+
+@click.command(short_help="Show what a codebook, descriptors or vectors file holds.")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def info(file: Path, as_json: bool) -> None:
+    """Show what FILE holds: a codebook or descriptor sets (.npz), or vectors
+    (.npy, with its .names.txt and .json beside it).
+
+    \b
+    Example:
+        vlad info codebook.npz
+    """
+    with library_errors():
+        summary = describe_file(file)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        for line in _lines(summary):
+            click.echo(line)
+
+
+def _lines(summary: dict, indent: str = "") -> Iterator[str]:
+    """``key: value`` lines, nested dicts indented below their key."""
+    for key, value in summary.items():
+        if isinstance(value, dict) and value:
+            yield f"{indent}{key}:"
+            yield from _lines(value, indent + "  ")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            yield f"{indent}{key}:"
+            for item in value:
+                yield f"{indent}  - " + ", ".join(f"{k}: {v}" for k, v in item.items())
+        elif isinstance(value, list):
+            yield f"{indent}{key}: " + (", ".join(map(str, value)) or "none")
+        else:
+            yield f"{indent}{key}: {'none' if value is None or value == {} else value}"

@@ -1,0 +1,34 @@
+"""The ``vlad`` command group."""
+
+from __future__ import annotations
+
+import click
+
+from vlad._version import __version__
+from vlad.cli.bench import bench
+from vlad.cli.encode import encode
+from vlad.cli.extract import extract
+from vlad.cli.fit import fit
+from vlad.cli.info import info
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="vlad")
+def main() -> None:
+    """VLAD vectors of image folders: SIFT descriptors, codebooks, vectors.
+
+    \b
+    Typical use, on the bundled photos:
+        vlad fit data -k 16 -o codebook.npz
+        vlad encode data --codebook codebook.npz -o vectors.npy
+        vlad info vectors.npy
+
+    Run "vlad COMMAND --help" for a command's options.
+    """
+
+
+main.add_command(extract)
+main.add_command(fit)
+main.add_command(encode)
+main.add_command(info)
+main.add_command(bench)

@@ -1,0 +1,159 @@
+"""Options shared by the subcommands, as decorators."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from vlad.cli.reporting import log_to_stderr
+from vlad.core.parallel import resolve_n_jobs
+from vlad.images.sift import SiftOptions
+
+_DEFAULTS = SiftOptions()
+
+
+def input_argument(command: Callable) -> Callable:
+    """``INPUT...``: image folders and files, or one descriptors file."""
+    return click.argument(
+        "inputs",
+        metavar="INPUT...",
+        nargs=-1,
+        required=True,
+        type=click.Path(exists=True, path_type=Path),
+    )(command)
+
+
+def output_option(suffix: str, help: str) -> Callable[[Callable], Callable]:
+    """``-o/--output FILE``, a file name that must end in ``suffix``."""
+
+    def check_suffix(ctx, param, value: Path) -> Path:
+        if value.suffix.lower() != suffix:
+            raise click.BadParameter(f"must end in {suffix}; got {str(value)!r}")
+        return value
+
+    return click.option(
+        "-o",
+        "--output",
+        required=True,
+        type=click.Path(dir_okay=False, path_type=Path),
+        callback=check_suffix,
+        help=help,
+    )
+
+
+overwrite_option = click.option(
+    "--overwrite", is_flag=True, help="Replace output files that already exist."
+)
+
+
+def _check_jobs(ctx, param, value: int | None) -> int | None:
+    try:
+        resolve_n_jobs(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    return value
+
+
+jobs_option = click.option(
+    "-j",
+    "--jobs",
+    "n_jobs",
+    type=int,
+    default=None,
+    callback=_check_jobs,
+    show_default="all cores",
+    help="Images processed in parallel (-1: every core). Results do not depend on it.",
+)
+
+
+def verbosity_options(command: Callable) -> Callable:
+    """``-v/--verbose`` and ``-q/--quiet``, passed on as one ``verbosity``
+    (verbose minus quiet), with the library's messages shown on stderr."""
+
+    @functools.wraps(command)
+    def wrapper(*args, verbose: int, quiet: int, **kwargs):
+        verbosity = verbose - quiet
+        with log_to_stderr(verbosity):
+            return command(*args, verbosity=verbosity, **kwargs)
+
+    wrapper = click.option(
+        "-q",
+        "--quiet",
+        count=True,
+        help="Show less: no progress bar or summary (-q), no warnings (-qq).",
+    )(wrapper)
+    return click.option(
+        "-v", "--verbose", count=True, help="Show more: one line per image (-v)."
+    )(wrapper)
+
+
+def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
+    """The SIFT options, passed on as one ``descriptor_options`` dict holding
+    only those given on the command line.
+
+    With ``from_codebook``, the help says that options not given are the
+    codebook's; otherwise, that they are the library's defaults.
+    """
+
+    def shown_default(name: str) -> str:
+        """How the help shows the default of option ``name``."""
+        if from_codebook:
+            return "the codebook's"
+        value = getattr(_DEFAULTS, name)
+        if isinstance(value, bool):
+            flag = name.replace("_", "-")
+            return f"--{flag}" if value else f"--no-{flag}"
+        return str(value)
+
+    options = [
+        click.option(
+            "--root-sift/--no-root-sift",
+            default=None,
+            show_default=shown_default("root_sift"),
+            help="RootSIFT (L1-normalised, square-rooted SIFT) or plain SIFT.",
+        ),
+        click.option(
+            "--dense/--no-dense",
+            default=None,
+            show_default=shown_default("dense"),
+            help="Keypoints on a grid at three scales instead of detected ones "
+            "(for images without texture).",
+        ),
+        click.option(
+            "--max-side",
+            type=click.IntRange(min=0),
+            default=None,
+            show_default=shown_default("max_side"),
+            help="Shrink images to at most this many pixels on their longest side "
+            "first; 0 keeps them whole.",
+        ),
+        click.option(
+            "--max-keypoints",
+            type=click.IntRange(min=0),
+            default=None,
+            show_default=shown_default("max_keypoints"),
+            help="Keep at most this many keypoints per image, the strongest; "
+            "0 keeps all.",
+        ),
+    ]
+
+    def decorator(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def wrapper(*args, root_sift, dense, max_side, max_keypoints, **kwargs):
+            given = {
+                "root_sift": root_sift,
+                "dense": dense,
+                "max_side": max_side,
+                "max_keypoints": max_keypoints,
+            }
+            chosen = {name: value for name, value in given.items() if value is not None}
+            return command(*args, descriptor_options=chosen, **kwargs)
+
+        for option in reversed(options):
+            wrapper = option(wrapper)
+        return wrapper
+
+    return decorator

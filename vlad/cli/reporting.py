@@ -1,0 +1,132 @@
+"""What the subcommands share: logging to stderr, progress bars, output checks
+and turning library errors into one-line messages."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import click
+
+from vlad.images.batch import BatchReport
+
+logger = logging.getLogger("vlad.cli")
+
+#: Library errors that are the user's to fix: shown as one line, no traceback.
+USER_ERRORS = (ValueError, TypeError, OSError, ImportError)
+
+
+class _StderrHandler(logging.Handler):
+    """Writes log records to stderr through click (so that tests capture them),
+    warnings and errors prefixed by their level."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = self.format(record)
+            if record.levelno >= logging.WARNING:
+                message = f"{record.levelname.lower()}: {message}"
+            if sys.stderr.isatty():
+                # Clear a progress bar drawn on this line before writing.
+                message = "\r\033[K" + message
+            click.echo(message, err=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def log_to_stderr(verbosity: int) -> Iterator[None]:
+    """Show the ``vlad`` loggers' messages on stderr while the block runs.
+
+    Verbosity 0 shows information (the summary of a run) and warnings, 1 and
+    more adds debugging detail, -1 shows warnings only and -2 errors only.
+    """
+    logger = logging.getLogger("vlad")
+    handler = _StderrHandler()
+    previous = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(max(logging.DEBUG, logging.INFO - 10 * verbosity))
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous[0])
+        logger.propagate = previous[1]
+
+
+@contextlib.contextmanager
+def progress_bar(
+    verbosity: int, label: str
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A ``progress(n_done, n_total)`` callback drawing a bar on stderr.
+
+    Yields None, for no bar, when ``verbosity`` is negative or stderr is not a
+    terminal.
+    """
+    if verbosity < 0 or not sys.stderr.isatty():
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        bars = []
+
+        def advance(n_done: int, n_total: int) -> None:
+            if not bars:
+                bar = click.progressbar(
+                    length=n_total, label=label, file=sys.stderr, show_pos=True
+                )
+                bars.append(stack.enter_context(bar))
+            bars[0].update(1)
+
+        yield advance
+
+
+def check_outputs(paths: Iterable[Path], overwrite: bool) -> None:
+    """Refuse, before any work, outputs that exist (without ``--overwrite``) or
+    whose folder does not."""
+    for path in paths:
+        if not path.parent.is_dir():
+            raise click.ClickException(f"the folder of {path} does not exist")
+        if path.is_dir():
+            raise click.ClickException(f"{path} is a folder, not a file name")
+        if path.exists() and not overwrite:
+            raise click.ClickException(
+                f"{path} already exists; pass --overwrite to replace it"
+            )
+
+
+@contextlib.contextmanager
+def library_errors() -> Iterator[None]:
+    """Turn the library's errors into one-line click errors (exit status 1)."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        raise click.ClickException(_one_line(error)) from None
+
+
+def _one_line(error: BaseException) -> str:
+    """The error's message on one line."""
+    message = str(error) or type(error).__name__
+    return " ".join(message.split())
+
+
+def report_skipped(report: BatchReport) -> None:
+    """Log how many images were skipped or had no descriptors, if any."""
+    if report.skipped:
+        logger.info(
+            "skipped %s that could not be read (listed above)",
+            count(len(report.skipped), "file"),
+        )
+    if report.empty:
+        logger.info(
+            "%s no keypoints (listed above)",
+            count(len(report.empty), "image")
+            + (" has" if len(report.empty) == 1 else " have"),
+        )
+
+
+def count(n: int, noun: str) -> str:
+    """``"1 image"``, ``"3 images"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -1,0 +1,14 @@
+"""The VLAD pipeline on descriptors in memory, one module per stage.
+
+- :mod:`vlad.core.descriptors`: ragged descriptor sets (flat rows + offsets);
+- :mod:`vlad.core.codebook`: k-means codebooks;
+- :mod:`vlad.core.assignment`: nearest-centre assignment;
+- :mod:`vlad.core.aggregators`: the interchangeable residual-sum strategies;
+- :mod:`vlad.core.normalization`: mass, power law, intra and global L2;
+- :mod:`vlad.core.options`: the encoding settings, :class:`EncodingOptions`;
+- :mod:`vlad.core.encoding`: all of them at once, :func:`vlad.encode`;
+- :mod:`vlad.core.validation` and :mod:`vlad.core.parallel`: the checks and the
+  threads they share.
+
+The public names are re-exported by :mod:`vlad`.
+"""

@@ -1,0 +1,169 @@
+"""Aggregators: interchangeable implementations of the VLAD scatter-reduce.
+
+Every aggregator has the signature ``(descriptors, labels, offsets, centers)``
+and returns the residual sums ``(n_images, n_clusters, n_features)`` in the
+descriptors' dtype. They assume valid input; :func:`aggregate` validates.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from vlad.backends.compiled import numba_kernels
+from vlad.core.aggregators.jax_kernel import aggregate_jax
+from vlad.core.aggregators.loop import aggregate_loop
+from vlad.core.aggregators.masked import aggregate_masked
+from vlad.core.aggregators.numba_kernel import aggregate_numba
+from vlad.core.aggregators.ragged_cumsum import aggregate_ragged_cumsum
+from vlad.core.aggregators.sparse import aggregate_sparse
+from vlad.core.aggregators.ufunc_at import aggregate_ufunc_at
+from vlad.core.validation import (
+    as_float_matrix,
+    as_labels,
+    as_offsets,
+    check_finite,
+    check_n_features,
+)
+
+Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+#: The module each optional aggregator needs.
+_REQUIRES = {"numba": "numba", "jax": "jax"}
+
+
+def available_aggregators() -> list[str]:
+    """Names of the aggregators whose optional dependencies are installed."""
+    return [
+        name
+        for name in AGGREGATORS
+        if name not in _REQUIRES or importlib.util.find_spec(_REQUIRES[name])
+    ]
+
+
+def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> str:
+    """The name of the aggregator ``auto`` uses for an input of this size.
+
+    The compiled ``numba`` kernels are the fastest at every size measured (see
+    the README's Performance section), so ``auto`` takes them whenever numba
+    can be imported; otherwise the ``sparse`` product, the fastest that needs
+    no compiler. The first use in a process loads the kernels from numba's
+    disk cache (about 0.3 s; compiling them the very first time takes a few
+    seconds). The sizes are accepted so that the rule can depend on them;
+    today it does not.
+    """
+    try:
+        numba_kernels()
+    except ImportError:
+        return "sparse"
+    return "numba"
+
+
+def aggregate_auto(
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+) -> np.ndarray:
+    """The fastest installed aggregator for the input size (see
+    :func:`choose_aggregator`)."""
+    n_clusters, n_features = centers.shape
+    name = choose_aggregator(descriptors.shape[0], n_clusters, n_features)
+    return AGGREGATORS[name](descriptors, labels, offsets, centers)
+
+
+#: Name -> aggregator function, every one with the same signature and result.
+AGGREGATORS: dict[str, Aggregator] = {
+    "auto": aggregate_auto,
+    "loop": aggregate_loop,
+    "masked": aggregate_masked,
+    "ufunc-at": aggregate_ufunc_at,
+    "ragged-cumsum": aggregate_ragged_cumsum,
+    "sparse": aggregate_sparse,
+    "numba": aggregate_numba,
+    "jax": aggregate_jax,
+}
+
+
+def resolve_aggregator(method: str | Aggregator) -> Aggregator:
+    """Return the aggregator function for a registry name or a callable.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is a string that names no aggregator.
+    """
+    if callable(method):
+        return method
+    try:
+        return AGGREGATORS[method]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"Unknown aggregator {method!r}; expected one of {sorted(AGGREGATORS)}"
+        ) from None
+
+
+def aggregate(
+    descriptors: ArrayLike,
+    labels: ArrayLike,
+    offsets: ArrayLike,
+    centers: ArrayLike,
+    method: str | Aggregator = "auto",
+) -> np.ndarray:
+    """Sum of residuals per image and centre: the VLAD scatter-reduce.
+
+    ``residuals[t, k] = sum(x - centers[k])`` over the descriptors ``x`` of image
+    ``t`` (rows ``offsets[t]:offsets[t + 1]``) whose label is ``k``. A centre
+    with no descriptors in an image gives an exact zero block; an image with no
+    descriptors gives zeros.
+
+    Parameters
+    ----------
+    descriptors : array-like of shape (n_descriptors, n_features)
+    labels : array-like of int of shape (n_descriptors,)
+        Centre of each descriptor, in ``[0, n_clusters)``; see :func:`vlad.assign`.
+    offsets : array-like of int of shape (n_images + 1,)
+        Image boundaries: start at 0, non-decreasing, end at ``n_descriptors``.
+    centers : array-like of shape (n_clusters, n_features)
+    method : str or callable, default="auto"
+        A name from :data:`vlad.AGGREGATORS` or a function with the same
+        signature. All give the same result up to float rounding.
+
+    Returns
+    -------
+    residuals : ndarray of shape (n_images, n_clusters, n_features)
+        float64 for float64 descriptors, float32 otherwise (summed in float64).
+
+    Raises
+    ------
+    ValueError
+        Unknown method, shapes that disagree, NaN/inf, labels out of range.
+    ImportError
+        The method's optional dependency is not installed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import vlad
+    >>> x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> vlad.aggregate(x, [0, 0, 1], [0, 2, 3], np.zeros((2, 2)), method="loop")
+    array([[[4., 6.],
+            [0., 0.]],
+    <BLANKLINE>
+           [[0., 0.],
+            [5., 6.]]])
+    """
+    function = resolve_aggregator(method)
+    descriptors = as_float_matrix(descriptors, "descriptors")
+    centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
+    check_n_features(descriptors.shape[1], centers.shape[1])
+    if centers.shape[0] < 1:
+        raise ValueError("centers must hold at least one centre")
+    offsets = as_offsets(offsets, descriptors.shape[0])
+    labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
+    check_finite(descriptors, "descriptors")
+    check_finite(centers, "centers")
+    return function(descriptors, labels, offsets, centers)

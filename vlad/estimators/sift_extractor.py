@@ -1,0 +1,156 @@
+"""The scikit-learn transformer from images to SIFT descriptor sets."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, Options
+
+from vlad.core.descriptors import DescriptorSets
+from vlad.images.batch import map_in_order
+from vlad.images.files import as_grey_image, read_image
+from vlad.images.sift import N_FEATURES, SiftOptions, _extract
+
+
+class SIFTExtractor(TransformerMixin, BaseEstimator):
+    """SIFT descriptors (RootSIFT by default) of images given as paths or arrays.
+
+    A stateless transformer: ``fit`` learns nothing, and ``transform`` turns a
+    list of images into one :class:`vlad.DescriptorSets`, ready for a VLAD
+    encoder in a :class:`~sklearn.pipeline.Pipeline`.
+
+    Parameters
+    ----------
+    root_sift : bool, default=True
+        Map each descriptor to RootSIFT (see :func:`vlad.images.sift.root_sift`).
+    max_side : int, default=1024
+        Shrink images whose longest side exceeds this many pixels first; 0
+        keeps full size.
+    max_keypoints : int, default=2000
+        Keep at most this many keypoints per image (the strongest); 0 keeps all.
+    dense : bool, default=False
+        Describe a regular grid of keypoints at a few scales instead of
+        detected ones (for images without texture).
+    n_jobs : int or None, default=None
+        Images described in parallel (threads); None or -1 uses every core, as
+        :func:`vlad.assign` and the rest of vlad do. The result does not depend
+        on it.
+
+    See Also
+    --------
+    vlad.images.sift.extract_sift : The same for one image.
+    vlad.images.batch.extract_images : The same for folders, skipping unreadable files.
+
+    Examples
+    --------
+    >>> import vlad
+    >>> extractor = vlad.SIFTExtractor(max_keypoints=100)
+    >>> sets = extractor.fit_transform(["data/chelsea.jpg", "data/coffee.jpg"])
+    >>> len(sets), sets.n_features, sets.lengths.tolist()
+    (2, 128, [100, 100])
+    """
+
+    _parameter_constraints: dict = {
+        "root_sift": ["boolean"],
+        "max_side": [Interval(Integral, 0, None, closed="left")],
+        "max_keypoints": [Interval(Integral, 0, None, closed="left")],
+        "dense": ["boolean"],
+        "n_jobs": [
+            Interval(Integral, 1, None, closed="left"),
+            Options(Integral, {-1}),
+            None,
+        ],
+    }
+
+    def __init__(
+        self,
+        root_sift: bool = True,
+        *,
+        max_side: int = 1024,
+        max_keypoints: int = 2000,
+        dense: bool = False,
+        n_jobs: int | None = None,
+    ):
+        self.root_sift = root_sift
+        self.max_side = max_side
+        self.max_keypoints = max_keypoints
+        self.dense = dense
+        self.n_jobs = n_jobs
+
+    def fit(self, X=None, y=None) -> SIFTExtractor:
+        """Check the parameters; there is nothing to learn.
+
+        Parameters
+        ----------
+        X : ignored
+        y : ignored
+
+        Returns
+        -------
+        self : SIFTExtractor
+        """
+        self._validate_params()
+        return self
+
+    def transform(self, X: Sequence) -> DescriptorSets:
+        """Descriptors of each image.
+
+        Parameters
+        ----------
+        X : sequence of path-like or array-like
+            Image files, or image arrays of shape (height, width) or
+            (height, width, channels) (see :func:`vlad.images.files.as_grey_image`).
+
+        Returns
+        -------
+        DescriptorSets
+            One set per image, in order, named by the path (or the index, for
+            an array); ``metadata`` records the parameters.
+
+        Raises
+        ------
+        vlad.images.files.ImageReadError
+            A file that cannot be read (a ``ValueError``).
+        """
+        self._validate_params()
+        options = SiftOptions(
+            self.root_sift, self.dense, self.max_side, self.max_keypoints
+        )
+        if isinstance(X, (str, os.PathLike)):
+            raise TypeError(
+                "X must be a sequence of images (paths or arrays); got the single "
+                f"path {X!r}: wrap it in a list"
+            )
+        images = list(X)
+        describe = functools.partial(_describe, options=options)
+        blocks = list(map_in_order(describe, images, self.n_jobs))
+        names = [
+            os.fspath(image) if isinstance(image, (str, os.PathLike)) else str(index)
+            for index, image in enumerate(images)
+        ]
+        return DescriptorSets.from_list(
+            blocks, names, n_features=N_FEATURES, metadata=options.record()
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Stateless, over a list of image paths or arrays of any size: no 2-D
+        # array of samples, so scikit-learn's estimator checks do not apply.
+        tags.requires_fit = False
+        tags.no_validation = True
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+def _describe(image, *, options: SiftOptions) -> np.ndarray:
+    """Descriptors of an image file or array."""
+    if isinstance(image, (str, os.PathLike)):
+        return _extract(read_image(image), options)
+    return _extract(as_grey_image(image), options)

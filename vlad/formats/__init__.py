@@ -1,0 +1,12 @@
+"""What vlad writes and reads on disk, never with pickles.
+
+- :mod:`vlad.formats.files`: atomic writes and the one reader of ``.npy`` and
+  ``.npz`` files;
+- :mod:`vlad.formats.vectors`: ``vectors.npy`` with its ``.names.txt`` and
+  ``.json``;
+- :mod:`vlad.formats.descriptor_files`: descriptors given as a file;
+- :mod:`vlad.formats.info`: what a file holds (``vlad info``).
+
+Codebooks and descriptor sets are saved by :meth:`vlad.Codebook.save` and
+:meth:`vlad.DescriptorSets.save` through :mod:`vlad.formats.files`.
+"""

@@ -1,0 +1,160 @@
+"""What a vlad file holds: a codebook, descriptor sets or VLAD vectors."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from vlad.core.codebook import Codebook
+from vlad.core.descriptors import DescriptorSets
+from vlad.core.validation import all_finite
+from vlad.formats.vectors import load_vectors, vector_file_paths
+
+#: Fields of a vectors record shown by :func:`describe_file`.
+_VECTOR_RECORD_FIELDS = (
+    "inputs",
+    "codebook",
+    "descriptor",
+    "encoding",
+    "n_found",
+    "n_skipped",
+    "n_empty",
+    "skipped",
+    "empty",
+)
+
+
+def describe_file(path: str | os.PathLike) -> dict:
+    """A JSON-serialisable summary of a codebook, descriptors or vectors file.
+
+    Parameters
+    ----------
+    path : path-like
+        A codebook or descriptor sets ``.npz`` (from :meth:`Codebook.save`,
+        :meth:`DescriptorSets.save` or the ``vlad`` command), a vectors ``.npy``
+        with its record (see :mod:`vlad.formats.vectors`) or any other ``.npy``.
+
+    Returns
+    -------
+    dict
+        ``"file"``, ``"kind"`` (``"codebook"``, ``"descriptor sets"``,
+        ``"vectors"`` or ``"array"``), shapes and dtypes, and the file's record
+        of how it was made.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A file that is none of these.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import vlad, vlad.formats.info
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "codebook.npz")
+    >>> vlad.fit_codebook(vlad.datasets.make_descriptor_sets(4, 50, 8), 2).save(path)
+    >>> summary = vlad.formats.info.describe_file(path)
+    >>> summary["kind"], summary["n_clusters"], summary["n_features"]
+    ('codebook', 2, 8)
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        kind = _npz_format(path)
+        if kind == "codebook":
+            return _describe_codebook(path)
+        if kind == "descriptor sets":
+            return _describe_descriptor_sets(path)
+        raise ValueError(
+            f"{path} is not a vlad file: an .npz without a vlad codebook's or "
+            "descriptor sets' record"
+        )
+    if suffix == ".npy":
+        return _describe_npy(path)
+    raise ValueError(
+        f"{path} is not a vlad file: expected a codebook or descriptor sets .npz, "
+        "or a vectors .npy"
+    )
+
+
+def _npz_format(path: Path) -> str | None:
+    """The ``format`` of an ``.npz``'s vlad record, None without one."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if "metadata" not in archive.files:
+                return None
+            record = json.loads(str(archive["metadata"]))
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise ValueError(f"{path} is not a readable .npz file ({error})") from None
+    return record.get("format") if isinstance(record, dict) else None
+
+
+def _describe_codebook(path: Path) -> dict:
+    codebook = Codebook.load(path)
+    return {
+        "file": str(path),
+        "kind": "codebook",
+        "n_clusters": codebook.n_clusters,
+        "n_features": codebook.n_features,
+        "dtype": codebook.centers.dtype.name,
+        "fingerprint": codebook.fingerprint,
+        **codebook.metadata,
+    }
+
+
+def _describe_descriptor_sets(path: Path) -> dict:
+    sets = DescriptorSets.load(path)
+    lengths = sets.lengths
+    return {
+        "file": str(path),
+        "kind": "descriptor sets",
+        "n_images": len(sets),
+        "n_descriptors": int(sets.descriptors.shape[0]),
+        "n_features": sets.n_features,
+        "dtype": sets.dtype.name,
+        "descriptors_per_image": {
+            "min": int(lengths.min()) if lengths.size else 0,
+            "median": float(np.median(lengths)) if len(sets) else 0.0,
+            "max": int(lengths.max(initial=0)),
+        },
+        "n_empty": int(np.count_nonzero(lengths == 0)),
+        "descriptor": sets.metadata,
+    }
+
+
+def _describe_npy(path: Path) -> dict:
+    """A vectors file when it has its record beside it, else a plain array."""
+    _, names_path, record_path = vector_file_paths(path)
+    if not record_path.is_file():
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            raise ValueError(f"{path} is not a readable .npy file ({error})") from None
+        return {
+            "file": str(path),
+            "kind": "array",
+            "shape": list(array.shape),
+            "dtype": array.dtype.name,
+        }
+    vectors, names, record = load_vectors(path, mmap=True)
+    summary = {
+        "file": str(path),
+        "kind": "vectors",
+        "n_images": int(vectors.shape[0]),
+        "n_dimensions": int(vectors.shape[1]),
+        "dtype": vectors.dtype.name,
+        "all_finite": all_finite(vectors),
+        "n_zero_rows": int(np.count_nonzero(~vectors.any(axis=1))),
+        "names_file": str(names_path) if names is not None else None,
+    }
+    for field in _VECTOR_RECORD_FIELDS:
+        if field in record:
+            summary[field] = record[field]
+    return summary

@@ -1,0 +1,134 @@
+"""VLAD vector files: ``vectors.npy`` beside ``vectors.names.txt`` and ``vectors.json``.
+
+``vectors.npy`` holds the ``(n_images, n_clusters * n_features)`` float32
+vectors, ``vectors.names.txt`` one image name per line in row order, and
+``vectors.json`` how they were made (codebook fingerprint, parameters, images
+skipped or without descriptors).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vlad.formats.files import atomic_writes
+
+NAMES_SUFFIX = ".names.txt"
+RECORD_SUFFIX = ".json"
+
+
+def vector_file_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
+    """The vectors, names and record paths of a vectors file.
+
+    Examples
+    --------
+    >>> import vlad.formats.vectors
+    >>> [str(p) for p in vlad.formats.vectors.vector_file_paths("out/vectors.npy")]
+    ['out/vectors.npy', 'out/vectors.names.txt', 'out/vectors.json']
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".npy":
+        raise ValueError(f"a vectors file must end in .npy; got {str(path)!r}")
+    return path, path.with_suffix(NAMES_SUFFIX), path.with_suffix(RECORD_SUFFIX)
+
+
+def save_vectors(
+    path: str | os.PathLike, vectors, names: Sequence[str], record: dict
+) -> None:
+    """Write vectors, their names and a JSON record atomically, together.
+
+    All three are written to temporary files first and renamed into place
+    only when every one was written (the ``.npy`` last), so a failed or
+    interrupted write leaves the previous files as they were.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.npy`` file; the others take its name (see
+        :func:`vector_file_paths`).
+    vectors : array-like of shape (n_images, n_dimensions)
+        Written as float32.
+    names : sequence of str
+        One name per row.
+    record : dict
+        JSON-serialisable description.
+    """
+    vectors_path, names_path, record_path = vector_file_paths(path)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(names):
+        raise ValueError(
+            f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
+            f"got shape {vectors.shape}"
+        )
+    # Undecodable bytes in file names round-trip instead of failing here.
+    names_text = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
+    # Serialised before any file is touched: a record that cannot be written
+    # leaves all three files as they were.
+    record_text = (json.dumps(record, indent=2) + "\n").encode()
+    with atomic_writes(names_path, record_path, vectors_path) as handles:
+        names_file, record_file, vectors_file = handles
+        names_file.write(names_text)
+        record_file.write(record_text)
+        np.save(vectors_file, vectors)
+
+
+def load_vectors(
+    path: str | os.PathLike, *, mmap: bool = False
+) -> tuple[np.ndarray, list[str] | None, dict | None]:
+    """Read a vectors file and, where they exist, its names and record.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.npy`` file.
+    mmap : bool, default=False
+        Map the vectors read-only instead of reading them into memory.
+
+    Returns
+    -------
+    vectors : ndarray of shape (n_images, n_dimensions)
+    names : list of str or None
+    record : dict or None
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Not a readable 2-D ``.npy``, or a names file of another length.
+    """
+    vectors_path, names_path, record_path = vector_file_paths(path)
+    if not vectors_path.is_file():
+        raise FileNotFoundError(f"no such file: {vectors_path}")
+    try:
+        vectors = np.load(vectors_path, mmap_mode="r" if mmap else None)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(
+            f"{vectors_path} is not a readable .npy file ({error})"
+        ) from None
+    if vectors.ndim != 2:
+        raise ValueError(
+            f"{vectors_path} is not a vectors file: it holds an array of shape "
+            f"{vectors.shape}, not (n_images, n_dimensions)"
+        )
+    names = None
+    if names_path.is_file():
+        text = names_path.read_bytes().decode(errors="surrogateescape")
+        names = text.split("\n")
+        if names[-1] == "":
+            names.pop()
+        if len(names) != vectors.shape[0]:
+            raise ValueError(
+                f"{names_path} holds {len(names)} names for {vectors.shape[0]} vectors"
+            )
+    record = None
+    if record_path.is_file():
+        try:
+            record = json.loads(record_path.read_text())
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(f"{record_path} is not readable JSON ({error})") from None
+    return vectors, names, record

@@ -1,0 +1,7 @@
+"""From image files to descriptors, one image or whole folders at once.
+
+- :mod:`vlad.images.files`: finding image files and decoding them;
+- :mod:`vlad.images.sift`: OpenCV SIFT / RootSIFT descriptors of one image;
+- :mod:`vlad.images.batch`: descriptors, codebooks and VLAD vectors of folders,
+  on a pool of threads, skipping and reporting unreadable files.
+"""

@@ -1,0 +1,586 @@
+"""Many images at once: descriptors, codebooks and VLAD vectors of image folders.
+
+Images are read and described on a pool of threads (OpenCV releases the GIL
+while it decodes and extracts), one OpenCV thread per job, so results do not
+depend on the number of jobs. A file that cannot be read is skipped with a
+warning and listed in the :class:`BatchReport`; an image without keypoints
+keeps its place with no descriptors, so its VLAD vector is zero.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import functools
+import itertools
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from vlad._version import __version__
+from vlad.core.codebook import Codebook, fit_codebook
+from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core.encoding import encode
+from vlad.core.parallel import resolve_n_jobs
+from vlad.core.validation import check_n_features
+from vlad.images.files import ImageFile, ImageReadError, find_images, read_image
+from vlad.images.sift import N_FEATURES, SiftOptions, _extract
+
+logger = logging.getLogger(__name__)
+
+#: Images whose descriptors :func:`encode_images` holds in memory at once (at the
+#: default 2000 keypoints, up to 1 MB each).
+ENCODE_CHUNK_IMAGES = 64
+#: Suffixes of the descriptor files that :func:`read_descriptor_sets` reads.
+DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz")
+
+#: Called as ``progress(n_done, n_total)`` after each image.
+Progress = Callable[[int, int], None]
+PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclasses.dataclass
+class BatchReport:
+    """What became of the images of a batch.
+
+    Attributes
+    ----------
+    n_found : int
+        Images found in the inputs.
+    names : list of str
+        Images that have a row in the result, in row order.
+    skipped : dict of str to str
+        Images that could not be read, and why (one line each).
+    empty : list of str
+        Images among ``names`` without descriptors (their vectors are zero).
+    """
+
+    n_found: int
+    names: list[str]
+    skipped: dict[str, str]
+    empty: list[str]
+
+    def record(self) -> dict:
+        """JSON-serialisable summary, as written to ``vectors.json``."""
+        return {
+            "n_found": self.n_found,
+            "n_images": len(self.names),
+            "n_skipped": len(self.skipped),
+            "n_empty": len(self.empty),
+            "skipped": [
+                {"name": name, "reason": reason}
+                for name, reason in self.skipped.items()
+            ],
+            "empty": list(self.empty),
+        }
+
+
+@dataclasses.dataclass
+class EncodedImages:
+    """VLAD vectors of a batch of images and how they were made.
+
+    Attributes
+    ----------
+    vectors : ndarray of shape (n_images, n_clusters * n_features)
+        One row per name of ``report.names``.
+    report : BatchReport
+    codebook : Codebook
+    inputs : list of str
+        The folders and files encoded.
+    descriptor : dict
+        How the descriptors were made (``DescriptorSets.metadata``).
+    encoding : dict
+        The parameters given to :func:`vlad.encode`.
+    """
+
+    vectors: np.ndarray
+    report: BatchReport
+    codebook: Codebook
+    inputs: list[str]
+    descriptor: dict
+    encoding: dict
+
+    @property
+    def names(self) -> list[str]:
+        """Image name of each row of ``vectors``."""
+        return self.report.names
+
+    def record(self) -> dict:
+        """JSON-serialisable description, as written to ``vectors.json``."""
+        return {
+            "format": "vlad vectors",
+            "format_version": 1,
+            "vlad_version": __version__,
+            "shape": list(self.vectors.shape),
+            "inputs": self.inputs,
+            "codebook": {
+                "fingerprint": self.codebook.fingerprint,
+                "n_clusters": self.codebook.n_clusters,
+                "n_features": self.codebook.n_features,
+            },
+            "descriptor": self.descriptor,
+            "encoding": self.encoding,
+            **self.report.record(),
+        }
+
+
+def extract_images(
+    inputs: PathOrPaths,
+    descriptor_options: Mapping | None = None,
+    *,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[DescriptorSets, BatchReport]:
+    """SIFT descriptors of every image in folders and files.
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+        Folders (walked recursively, see :func:`vlad.images.files.find_images`) and
+        image files.
+    descriptor_options : mapping, optional
+        Keyword arguments of :class:`vlad.images.sift.SiftOptions` (``root_sift``,
+        ``dense``, ``max_side``, ``max_keypoints``); defaults for those left out.
+    n_jobs : int or None, default=None
+        Worker threads; None or -1 uses every core (as :func:`vlad.assign`).
+        The result does not depend on it.
+    progress : callable, optional
+        Called as ``progress(n_done, n_total)`` after each image.
+
+    Returns
+    -------
+    sets : DescriptorSets
+        One set per readable image, named as in ``report.names``; ``metadata``
+        records ``descriptor_options``.
+    report : BatchReport
+
+    Raises
+    ------
+    FileNotFoundError
+        An input does not exist.
+    ValueError
+        No images in the inputs, none of them readable, or bad options.
+
+    Examples
+    --------
+    >>> import vlad.images.batch
+    >>> options = {"max_keypoints": 50}
+    >>> sets, report = vlad.images.batch.extract_images("data", options, n_jobs=1)
+    >>> len(sets), sets.n_features, report.skipped
+    (8, 128, {})
+    """
+    options = SiftOptions(**(descriptor_options or {}))
+    images = find_images(inputs)
+    report = BatchReport(len(images), [], {}, [])
+    blocks = _keep_readable(
+        _extract_in_order(images, options, n_jobs, progress), report
+    )
+    _check_any_read(report, inputs)
+    sets = DescriptorSets.from_list(
+        blocks, report.names, n_features=N_FEATURES, metadata=options.record()
+    )
+    return sets, report
+
+
+def read_descriptor_sets(
+    inputs: PathOrPaths,
+    descriptor_options: Mapping | None = None,
+    *,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[DescriptorSets, BatchReport]:
+    """Descriptor sets of images, or read from a descriptors file.
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+        Image folders and files (see :func:`extract_images`), or a single
+        descriptors file: an ``.npz`` written by :meth:`DescriptorSets.save` or
+        ``vlad extract``, or an ``.npy`` of shape (L, F) (one image) or
+        (T, L, F) (T images).
+    descriptor_options, n_jobs, progress
+        As in :func:`extract_images`; only for images.
+
+    Returns
+    -------
+    sets : DescriptorSets
+    report : BatchReport
+
+    Raises
+    ------
+    ValueError
+        Descriptor options given with a descriptors file, a file that holds no
+        descriptor sets, or as :func:`extract_images`.
+    """
+    descriptor_file = _descriptor_file(inputs)
+    if descriptor_file is None:
+        return extract_images(
+            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+        )
+    if descriptor_options:
+        raise ValueError(
+            f"descriptor options ({', '.join(sorted(descriptor_options))}) apply to "
+            f"images, not to the descriptors already in {descriptor_file}"
+        )
+    sets = _load_descriptor_file(descriptor_file)
+    empty = [
+        name
+        for name, length in zip(sets.names, sets.lengths, strict=True)
+        if length == 0
+    ]
+    return sets, BatchReport(len(sets), list(sets.names), {}, empty)
+
+
+def fit_codebook_to_images(
+    inputs: PathOrPaths,
+    n_clusters: int = 64,
+    *,
+    sample: int | None = 100_000,
+    seed: int | None = 0,
+    descriptor_options: Mapping | None = None,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[Codebook, BatchReport]:
+    """Fit a codebook on the descriptors of images (or of a descriptors file).
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+        As in :func:`read_descriptor_sets`.
+    n_clusters, sample, seed
+        As in :func:`vlad.fit_codebook`.
+    descriptor_options, n_jobs, progress
+        As in :func:`extract_images`; only for images.
+
+    Returns
+    -------
+    codebook : Codebook
+        ``metadata["descriptor"]`` records how the descriptors were made, so that
+        :func:`encode_images` makes the same kind.
+    report : BatchReport
+
+    See Also
+    --------
+    vlad.fit_codebook : The same on descriptors in memory.
+    """
+    sets, report = read_descriptor_sets(
+        inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+    )
+    codebook = fit_codebook(sets, n_clusters, sample=sample, seed=seed)
+    return codebook, report
+
+
+def encode_images(
+    inputs: PathOrPaths,
+    codebook: Codebook | str | os.PathLike,
+    *,
+    descriptor_options: Mapping | None = None,
+    aggregator: str = "auto",
+    power: float = 1.0,
+    intra: bool = True,
+    l2: bool = True,
+    mass: bool = False,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> EncodedImages:
+    """VLAD vectors of every image in folders and files (or of a descriptors file).
+
+    Descriptors are made the way the codebook's were (as recorded in
+    ``codebook.metadata["descriptor"]``), except for the options given, and
+    encoded a chunk of :data:`ENCODE_CHUNK_IMAGES` images at a time, so memory
+    holds the vectors but never every image's descriptors.
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+        As in :func:`read_descriptor_sets`.
+    codebook : Codebook or path-like
+        A codebook or a file written by :meth:`Codebook.save`.
+    descriptor_options : mapping, optional
+        Options of :class:`vlad.images.sift.SiftOptions` that replace the codebook's.
+        ``max_side`` and ``max_keypoints`` may differ from the codebook's;
+        ``root_sift`` and ``dense`` may not.
+    aggregator, power, intra, l2, mass
+        As in :func:`vlad.encode`.
+    n_jobs, progress
+        As in :func:`extract_images`; ``n_jobs`` also bounds the threads of
+        :func:`vlad.encode`.
+
+    Returns
+    -------
+    EncodedImages
+        ``vectors`` of shape (n_images, n_clusters * 128), in row order of
+        ``names``; an image without descriptors has a zero row.
+
+    Raises
+    ------
+    ValueError
+        Descriptors of another kind or dimension than the codebook's, a file
+        that is not a codebook, bad parameters, or as
+        :func:`read_descriptor_sets`.
+    ImportError
+        The aggregator's optional dependency is not installed.
+
+    See Also
+    --------
+    vlad.encode : The same on descriptors in memory.
+
+    Examples
+    --------
+    >>> import vlad, vlad.images.batch
+    >>> codebook, _ = vlad.images.batch.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> result = vlad.images.batch.encode_images("data", codebook, n_jobs=1)
+    >>> result.vectors.shape, result.names[0]
+    ((8, 512), 'astronaut.jpg')
+    """
+    if not isinstance(codebook, Codebook):
+        codebook = Codebook.load(codebook)
+    encoding = {
+        "aggregator": aggregator,
+        "power": power,
+        "intra": intra,
+        "l2": l2,
+        "mass": mass,
+    }
+    # Bad parameters and a missing optional dependency fail here, before the
+    # images are read, on one image with no descriptors.
+    empty_image = np.zeros((0, codebook.n_features), dtype=codebook.centers.dtype)
+    encode([empty_image], codebook, **encoding)
+    input_list = [str(path) for path in _as_list(inputs)]
+    if _descriptor_file(inputs) is not None:
+        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        _check_same_kind(SiftOptions.from_record(sets.metadata), codebook)
+        vectors = encode(sets, codebook, **encoding, n_jobs=n_jobs)
+        return EncodedImages(
+            vectors, report, codebook, input_list, sets.metadata, encoding
+        )
+    options = _options_for(codebook, descriptor_options)
+    logger.debug(
+        "descriptors: %s, max_side=%d, max_keypoints=%d",
+        options.kind,
+        options.max_side,
+        options.max_keypoints,
+    )
+    _check_same_kind(options, codebook)
+    check_n_features(N_FEATURES, codebook.n_features)
+    images = find_images(inputs)
+    report = BatchReport(len(images), [], {}, [])
+    # SIFT descriptors are float32, and so are their vectors.
+    vectors = np.zeros(
+        (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
+    )
+    results = _extract_in_order(images, options, n_jobs, progress)
+    for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
+        start = len(report.names)
+        blocks = _keep_readable(chunk, report)
+        if blocks:
+            sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
+            vectors[start : start + len(blocks)] = encode(
+                sets, codebook, **encoding, n_jobs=n_jobs
+            )
+    _check_any_read(report, inputs)
+    return EncodedImages(
+        vectors[: len(report.names)],
+        report,
+        codebook,
+        input_list,
+        options.record(),
+        encoding,
+    )
+
+
+def _as_list(inputs: PathOrPaths) -> list:
+    """``inputs`` as a list of paths."""
+    if isinstance(inputs, (str, os.PathLike)):
+        return [inputs]
+    return list(inputs)
+
+
+def _descriptor_file(inputs: PathOrPaths) -> Path | None:
+    """The descriptors file that ``inputs`` names, or None if they name images."""
+    paths = _as_list(inputs)
+    if len(paths) != 1:
+        return None
+    path = Path(paths[0])
+    if path.suffix.lower() in DESCRIPTOR_FILE_SUFFIXES and not path.is_dir():
+        return path
+    return None
+
+
+def _load_descriptor_file(path: Path) -> DescriptorSets:
+    """Descriptor sets from an ``.npz`` of :meth:`DescriptorSets.save` or an
+    ``.npy`` of shape (L, F) or (T, L, F)."""
+    if path.suffix.lower() == ".npz":
+        return DescriptorSets.load(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{path} is not a readable .npy file ({error})") from None
+    if array.ndim == 2:
+        array = array[np.newaxis]
+    if array.ndim != 3:
+        raise ValueError(
+            f"{path} must hold descriptors of shape (L, F) or (T, L, F); "
+            f"got shape {array.shape}"
+        )
+    return as_descriptor_sets(array)
+
+
+def _options_for(codebook: Codebook, descriptor_options: Mapping | None) -> SiftOptions:
+    """The codebook's recorded descriptor options (defaults if it has none),
+    with ``descriptor_options`` replacing some."""
+    recorded = SiftOptions.from_record(codebook.metadata.get("descriptor"))
+    return dataclasses.replace(recorded or SiftOptions(), **(descriptor_options or {}))
+
+
+def _check_same_kind(options: SiftOptions | None, codebook: Codebook) -> None:
+    """Raise ``ValueError`` if descriptors of ``options`` differ in kind from the
+    codebook's (when both are known)."""
+    recorded = SiftOptions.from_record(codebook.metadata.get("descriptor"))
+    if options is None or recorded is None:
+        return
+    if (options.root_sift, options.dense) != (recorded.root_sift, recorded.dense):
+        raise ValueError(
+            f"the codebook was fitted on {recorded.kind} but these descriptors are "
+            f"{options.kind}; make them as the codebook's were "
+            f"(root_sift={recorded.root_sift}, dense={recorded.dense}) or fit a new "
+            "codebook"
+        )
+
+
+def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
+    """Raise ``ValueError`` if no image of the batch could be read."""
+    if not report.names:
+        shown = ", ".join(str(path) for path in _as_list(inputs))
+        name, reason = next(iter(report.skipped.items()))
+        raise ValueError(
+            f"none of the {report.n_found} images in {shown} could be read "
+            f"(such as {name}: {reason})"
+        )
+
+
+def _keep_readable(
+    results: Iterable[tuple[ImageFile, np.ndarray | ImageReadError]],
+    report: BatchReport,
+) -> list[np.ndarray]:
+    """Descriptors of the readable images among ``results``, in order.
+
+    Adds their names to ``report.names``, records (and logs) the unreadable ones
+    in ``report.skipped`` and those without descriptors in ``report.empty``.
+    """
+    blocks = []
+    for image, descriptors in results:
+        if isinstance(descriptors, ImageReadError):
+            logger.warning("skipped %s: %s", image.name, descriptors.reason)
+            report.skipped[image.name] = descriptors.reason
+            continue
+        if len(descriptors) == 0:
+            logger.warning(
+                "no keypoints in %s: it has no descriptors and a zero VLAD vector "
+                "(dense keypoints describe images without texture)",
+                image.name,
+            )
+            report.empty.append(image.name)
+        logger.debug("%s: %d descriptors", image.name, len(descriptors))
+        report.names.append(image.name)
+        blocks.append(descriptors)
+    return blocks
+
+
+def _describe_file(
+    image: ImageFile, *, options: SiftOptions
+) -> tuple[ImageFile, np.ndarray | ImageReadError]:
+    """An image and its descriptors, or the error that kept it from being read."""
+    try:
+        return image, _extract(read_image(image.path), options)
+    except ImageReadError as error:
+        return image, error
+
+
+def _extract_in_order(
+    images: Sequence[ImageFile],
+    options: SiftOptions,
+    n_jobs: int | None,
+    progress: Progress | None,
+) -> Iterator[tuple[ImageFile, np.ndarray | ImageReadError]]:
+    """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads."""
+    describe = functools.partial(_describe_file, options=options)
+    return map_in_order(describe, images, n_jobs, progress)
+
+
+def map_in_order(
+    function: Callable[[T], R],
+    items: Sequence[T],
+    n_jobs: int | None,
+    progress: Progress | None = None,
+) -> Iterator[R]:
+    """``function(item)`` for each item, in order, computed on ``n_jobs`` threads.
+
+    At most ``2 * n_jobs`` items are computed ahead of the one yielded, so memory
+    stays bounded however many items there are. OpenCV runs single-threaded
+    meanwhile, which also makes its results independent of ``n_jobs``. An
+    exception raised by ``function`` is raised here.
+
+    Parameters
+    ----------
+    function : callable
+    items : sequence
+    n_jobs : int or None
+        Worker threads; None or -1 for every core.
+    progress : callable, optional
+        Called as ``progress(n_done, n_total)`` after each item.
+    """
+    n_workers = resolve_n_jobs(n_jobs)
+    with _one_opencv_thread():
+        pool = ThreadPoolExecutor(max_workers=n_workers)
+        try:
+            pending: collections.deque = collections.deque()
+            items_left = iter(items)
+            for n_done in range(1, len(items) + 1):
+                for item in itertools.islice(items_left, 2 * n_workers - len(pending)):
+                    pending.append(pool.submit(function, item))
+                result = pending.popleft().result()
+                if progress is not None:
+                    progress(n_done, len(items))
+                yield result
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _one_opencv_thread() -> Iterator[None]:
+    """Run OpenCV single-threaded inside the block, then restore its setting.
+
+    The jobs are the parallelism; OpenCV's own threads on top would only
+    oversubscribe the cores.
+    """
+    import cv2
+
+    previous = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(previous)
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    """Consecutive lists of ``size`` items (the last may be shorter)."""
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,248 @@
+"""Local descriptors of one image: OpenCV SIFT, RootSIFT by default."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from vlad.images.files import as_grey_image
+
+#: Name of this extractor in descriptor records (``DescriptorSets.metadata``).
+EXTRACTOR = "opencv-sift"
+#: SIFT descriptor dimension.
+N_FEATURES = 128
+#: Keypoint diameters, in pixels, of the dense grid's scales.
+DENSE_SIZES = (8.0, 16.0, 32.0)
+#: Smallest spacing, in pixels, of the dense grid.
+DENSE_MIN_STEP = 8
+#: L1 norms below this count as this, so that an all-zero descriptor stays zero.
+L1_FLOOR = 1e-12
+
+
+@dataclasses.dataclass(frozen=True)
+class SiftOptions:
+    """How descriptors are extracted from an image; checked on creation.
+
+    Parameters
+    ----------
+    root_sift : bool, default=True
+        Map each descriptor to RootSIFT (see :func:`root_sift`).
+    dense : bool, default=False
+        Describe keypoints on a regular grid at the scales of
+        :data:`DENSE_SIZES` instead of detected ones; images without texture
+        still get descriptors.
+    max_side : int, default=1024
+        Shrink images whose longest side exceeds this many pixels before
+        extraction; 0 keeps every image at full size.
+    max_keypoints : int, default=2000
+        Keep at most this many keypoints per image: the strongest detected
+        ones, or a dense grid spaced to fit; 0 keeps them all.
+    """
+
+    root_sift: bool = True
+    dense: bool = False
+    max_side: int = 1024
+    max_keypoints: int = 2000
+
+    def __post_init__(self):
+        for name in ("root_sift", "dense"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False; got {value!r}")
+            # Plain Python types keep the record JSON-serialisable.
+            object.__setattr__(self, name, bool(value))
+        for name in ("max_side", "max_keypoints"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
+            if value < 0:
+                raise ValueError(
+                    f"{name} must be an integer >= 0 (0 means no limit); got {value!r}"
+                )
+            object.__setattr__(self, name, int(value))
+
+    @property
+    def kind(self) -> str:
+        """What the descriptors are, in words: ``"RootSIFT at detected keypoints"``."""
+        descriptor = "RootSIFT" if self.root_sift else "SIFT"
+        keypoints = "on a dense grid" if self.dense else "at detected keypoints"
+        return f"{descriptor} {keypoints}"
+
+    def record(self) -> dict:
+        """JSON-serialisable description, for ``DescriptorSets.metadata``."""
+        import cv2
+
+        return {
+            "extractor": EXTRACTOR,
+            **dataclasses.asdict(self),
+            "opencv_version": cv2.__version__,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict | None) -> SiftOptions | None:
+        """The options a :meth:`record` describes; None if it describes no SIFT."""
+        if not record or record.get("extractor") != EXTRACTOR:
+            return None
+        fields = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in record.items() if key in fields})
+
+
+def extract_sift(
+    image,
+    *,
+    root_sift: bool = True,
+    dense: bool = False,
+    max_side: int = 1024,
+    max_keypoints: int = 2000,
+) -> np.ndarray:
+    """SIFT descriptors of one image (RootSIFT by default).
+
+    Parameters
+    ----------
+    image : array-like of shape (height, width) or (height, width, channels)
+        Grey, RGB or RGBA; see :func:`vlad.images.files.as_grey_image`.
+    root_sift, dense, max_side, max_keypoints
+        See :class:`SiftOptions`.
+
+    Returns
+    -------
+    descriptors : ndarray of float32 of shape (n_keypoints, 128)
+        ``n_keypoints`` may be 0 (an image without texture has no keypoints).
+
+    See Also
+    --------
+    vlad.SIFTExtractor : The same as a scikit-learn transformer over many images.
+    vlad.extract_images : The same over folders of image files, in parallel.
+
+    References
+    ----------
+    .. [1] D. G. Lowe. "Distinctive image features from scale-invariant
+       keypoints". IJCV 2004.
+    .. [2] R. Arandjelović, A. Zisserman. "Three things everyone should know to
+       improve object retrieval". CVPR 2012.
+
+    Examples
+    --------
+    >>> import vlad.images.files, vlad.images.sift
+    >>> image = vlad.images.files.read_image("data/chelsea.jpg")
+    >>> descriptors = vlad.images.sift.extract_sift(image, max_keypoints=100)
+    >>> descriptors.shape, descriptors.dtype
+    ((100, 128), dtype('float32'))
+    """
+    options = SiftOptions(root_sift, dense, max_side, max_keypoints)
+    return _extract(as_grey_image(image), options)
+
+
+def _extract(image: np.ndarray, options: SiftOptions) -> np.ndarray:
+    """:func:`extract_sift` on a grey ``uint8`` image with checked options."""
+    import cv2
+
+    image = _shrink_to(image, options.max_side)
+    if options.dense:
+        keypoints = _dense_grid(image.shape, options.max_keypoints)
+        if not keypoints:
+            # OpenCV fails on an empty list (images a few pixels across).
+            return np.zeros((0, N_FEATURES), dtype=np.float32)
+        keypoints, descriptors = cv2.SIFT_create().compute(image, keypoints)
+    else:
+        sift = cv2.SIFT_create(nfeatures=options.max_keypoints)
+        keypoints, descriptors = sift.detectAndCompute(image, None)
+    if descriptors is None or len(keypoints) == 0:
+        return np.zeros((0, N_FEATURES), dtype=np.float32)
+    if options.max_keypoints and len(keypoints) > options.max_keypoints:
+        # OpenCV keeps every keypoint tied with the weakest one it retains.
+        responses = np.array([keypoint.response for keypoint in keypoints])
+        strongest = np.argsort(-responses, kind="stable")[: options.max_keypoints]
+        descriptors = descriptors[np.sort(strongest)]
+    descriptors = np.ascontiguousarray(descriptors, dtype=np.float32)
+    if options.root_sift:
+        _root_sift_in_place(descriptors)
+    return descriptors
+
+
+def root_sift(descriptors) -> np.ndarray:
+    """RootSIFT: L1-normalise each descriptor, then take the square root.
+
+    Comparing RootSIFT descriptors with the Euclidean distance is comparing the
+    original ones with the Hellinger kernel (Arandjelović & Zisserman 2012).
+
+    Parameters
+    ----------
+    descriptors : array-like of shape (n_descriptors, n_features)
+        Non-negative descriptors such as SIFT's.
+
+    Returns
+    -------
+    ndarray of float32 of shape (n_descriptors, n_features)
+        Each row has unit L2 norm (an all-zero row stays zero).
+
+    Examples
+    --------
+    >>> import vlad.images.sift
+    >>> vlad.images.sift.root_sift([[1.0, 3.0], [0.0, 0.0]]).tolist()
+    [[0.5, 0.8660253882408142], [0.0, 0.0]]
+    """
+    array = np.array(descriptors, dtype=np.float32, ndmin=2)
+    if array.ndim != 2:
+        raise ValueError(
+            "descriptors must be a 2-D array of shape (n_descriptors, n_features); "
+            f"got shape {array.shape}"
+        )
+    if array.size and not array.min() >= 0.0:
+        raise ValueError(
+            "descriptors must be non-negative and finite; "
+            f"got a minimum of {array.min()}"
+        )
+    _root_sift_in_place(array)
+    return array
+
+
+def _root_sift_in_place(descriptors: np.ndarray) -> None:
+    """:func:`root_sift` on a float32 array of non-negative rows, in place."""
+    norms = descriptors.sum(axis=1, keepdims=True)
+    np.maximum(norms, L1_FLOOR, out=norms)
+    descriptors /= norms
+    np.sqrt(descriptors, out=descriptors)
+
+
+def _shrink_to(image: np.ndarray, max_side: int) -> np.ndarray:
+    """``image`` resized (area interpolation) so that its longest side is at
+    most ``max_side``; unchanged when it already is or ``max_side`` is 0."""
+    import cv2
+
+    height, width = image.shape
+    if not max_side or max(height, width) <= max_side:
+        return image
+    scale = max_side / max(height, width)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+
+
+def _dense_grid(shape: tuple[int, int], max_keypoints: int) -> list:
+    """Upright keypoints on a square grid at every size of :data:`DENSE_SIZES`.
+
+    The grid step is the smallest (at least :data:`DENSE_MIN_STEP` pixels) that
+    keeps the total within ``max_keypoints`` (0: no limit).
+    """
+    import cv2
+
+    height, width = shape
+    step = DENSE_MIN_STEP
+    if max_keypoints:
+        area_per_keypoint = len(DENSE_SIZES) * height * width / max_keypoints
+        step = max(step, math.ceil(math.sqrt(area_per_keypoint)))
+    while True:
+        columns = np.arange(step / 2, width, step)
+        rows = np.arange(step / 2, height, step)
+        count = len(DENSE_SIZES) * len(columns) * len(rows)
+        if not max_keypoints or count <= max_keypoints:
+            break
+        step += 1
+    return [
+        cv2.KeyPoint(float(x), float(y), size, 0.0)
+        for size in DENSE_SIZES
+        for y in rows
+        for x in columns
+    ]
