@@ -27,7 +27,7 @@ def test_recovers_well_separated_centres(blobs):
     assert sorted(distances.argmin(axis=1)) == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("algorithm", ["full", "minibatch"])
+@pytest.mark.parametrize("algorithm", ["lloyd", "minibatch"])
 def test_same_seed_same_codebook(blobs, algorithm):
     descriptors, _ = blobs
     first = vlad.fit_codebook(descriptors, 4, seed=7, sample=300, algorithm=algorithm)
@@ -42,7 +42,7 @@ def test_auto_uses_minibatch_for_large_samples(monkeypatch, blobs):
     descriptors, _ = blobs
     monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 100)
     assert vlad.fit_codebook(descriptors, 4).metadata["algorithm"] == "minibatch"
-    assert vlad.fit_codebook(descriptors[:100], 4).metadata["algorithm"] == "full"
+    assert vlad.fit_codebook(descriptors[:100], 4).metadata["algorithm"] == "lloyd"
 
 
 def test_accepts_descriptor_sets_and_keeps_their_metadata(blobs):
@@ -118,7 +118,9 @@ def test_load_refuses_files_that_are_not_codebooks(tmp_path):
         vlad.Codebook.load(plain)
     image = tmp_path / "photo.jpg"
     image.write_bytes(b"\xff\xd8\xff\xe0 not really")
-    with pytest.raises(ValueError, match="not a readable vlad codebook file"):
+    with pytest.raises(
+        ValueError, match="is not a vlad codebook file: it is not a NumPy .npy or .npz"
+    ):
         vlad.Codebook.load(image)
 
 

@@ -102,7 +102,9 @@ def test_load_refuses_other_files(tmp_path):
         vlad.DescriptorSets.load(codebook_path)
     text = tmp_path / "notes.npz"
     text.write_text("hello")
-    with pytest.raises(ValueError, match="not a readable vlad descriptor sets file"):
+    with pytest.raises(
+        ValueError, match="is not a vlad descriptor sets file: it is not a NumPy"
+    ):
         vlad.DescriptorSets.load(text)
     with pytest.raises(FileNotFoundError, match="no such file"):
         vlad.DescriptorSets.load(tmp_path / "missing.npz")
@@ -117,7 +119,10 @@ def test_load_never_unpickles(tmp_path):
         names=np.array([object()], dtype=object),
         metadata=np.array('{"format": "descriptor sets"}'),
     )
-    with pytest.raises(ValueError, match="not a readable vlad descriptor sets file"):
+    with pytest.raises(
+        ValueError,
+        match="is not a vlad descriptor sets file: its names holds Python objects",
+    ):
         vlad.DescriptorSets.load(path)
 
 
@@ -126,7 +131,7 @@ def test_load_truncated_file(tmp_path):
     vlad.DescriptorSets.from_list([np.ones((50, 8))]).save(path)
     content = path.read_bytes()
     path.write_bytes(content[: len(content) // 2])
-    with pytest.raises(ValueError, match="not a readable vlad descriptor sets file"):
+    with pytest.raises(ValueError, match="is a truncated vlad descriptor sets file"):
         vlad.DescriptorSets.load(path)
 
 

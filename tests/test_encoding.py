@@ -155,5 +155,5 @@ def test_n_jobs_does_not_change_the_vectors(aggregator):
 
 @pytest.mark.parametrize(("n_jobs", "error"), [(0, ValueError), (1.5, TypeError)])
 def test_bad_n_jobs_is_named(n_jobs, error):
-    with pytest.raises(error, match="n_jobs must be a positive integer, -1 or None"):
+    with pytest.raises(error, match=r"n_jobs must be None, -1 \(every core\)"):
         vlad.encode([np.ones((2, 2))], np.ones((1, 2)), n_jobs=n_jobs)

@@ -65,8 +65,8 @@ def test_a_plain_array(tmp_path):
     [
         ("photo.jpg", b"\xff\xd8", "not a vlad file"),
         ("other.npz", None, "not a vlad file"),
-        ("broken.npz", b"not a zip", "not a readable .npz"),
-        ("broken.npy", b"not an array", "not a readable .npy"),
+        ("broken.npz", b"not a zip", "is not a vlad file: it is not a NumPy"),
+        ("broken.npy", b"not an array", "is not a vlad file: it is not a NumPy"),
     ],
 )
 def test_other_files_are_refused(tmp_path, name, content, message):

@@ -59,5 +59,5 @@ def test_names_must_match_the_rows(tmp_path):
 
 def test_a_file_that_is_not_npy_is_refused(tmp_path):
     (tmp_path / "v.npy").write_text("text")
-    with pytest.raises(ValueError, match="not a readable .npy"):
+    with pytest.raises(ValueError, match="is not a vectors file: it is not a NumPy"):
         load_vectors(tmp_path / "v.npy")

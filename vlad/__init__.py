@@ -1,12 +1,16 @@
 """vlad: VLAD vectors (Vector of Locally Aggregated Descriptors) for image search.
 
-The pipeline, one module per stage: descriptor sets (:class:`DescriptorSets`),
-codebook (:func:`fit_codebook`), assignment (:func:`assign`), aggregation
-(:func:`aggregate`, :data:`AGGREGATORS`), normalisation (:func:`normalize`),
-and all of them at once (:func:`encode`); the scikit-learn transformer
-:class:`VLADEncoder` wraps them. From images: SIFT descriptors
-(:func:`extract_sift`, :class:`SIFTExtractor`) and whole folders
+The pipeline on descriptors in memory (:mod:`vlad.core`): descriptor sets
+(:class:`DescriptorSets`), codebook (:func:`fit_codebook`), assignment
+(:func:`assign`), aggregation (:func:`aggregate`, :data:`AGGREGATORS`),
+normalisation (:func:`normalize`), and all of them at once (:func:`encode`,
+set by :class:`EncodingOptions`). From images (:mod:`vlad.images`): SIFT
+descriptors (:func:`extract_sift`, :class:`SiftOptions`) and whole folders
 (:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`).
+Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
+:func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
+:class:`VLADEncoder`, :class:`SIFTExtractor`. JAX (:mod:`vlad.backends`):
+:class:`JaxEncoder`.
 """
 
 import importlib
@@ -20,28 +24,49 @@ from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.normalization import normalize
-from vlad.images.batch import encode_images, extract_images, fit_codebook_to_images
-from vlad.images.sift import extract_sift
+from vlad.core.options import EncodingOptions
+from vlad.formats.info import describe_file
+from vlad.formats.vectors import load_vectors, save_vectors
+from vlad.images.batch import (
+    BatchReport,
+    EncodedImages,
+    encode_images,
+    extract_images,
+    fit_codebook_to_images,
+)
+from vlad.images.files import ImageReadError, find_images, read_image
+from vlad.images.sift import SiftOptions, extract_sift, root_sift
 
 __all__ = [
     "AGGREGATORS",
+    "BatchReport",
     "Codebook",
     "DescriptorSets",
+    "EncodedImages",
+    "EncodingOptions",
+    "ImageReadError",
     "JaxEncoder",
     "SIFTExtractor",
+    "SiftOptions",
     "VLADEncoder",
     "__version__",
     "aggregate",
     "assign",
     "available_aggregators",
     "datasets",
+    "describe_file",
     "encode",
     "encode_images",
     "extract_images",
     "extract_sift",
+    "find_images",
     "fit_codebook",
     "fit_codebook_to_images",
+    "load_vectors",
     "normalize",
+    "read_image",
+    "root_sift",
+    "save_vectors",
 ]
 
 # Public names whose modules import scikit-learn's estimator machinery (about
@@ -56,3 +81,7 @@ def __getattr__(name: str):
     if name in _LAZY_MODULES:
         return getattr(importlib.import_module(_LAZY_MODULES[name]), name)
     raise AttributeError(f"module 'vlad' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

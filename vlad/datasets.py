@@ -7,6 +7,8 @@ import numpy as np
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import check_positive_int
 
+__all__ = ["make_descriptor_sets"]
+
 
 def make_descriptor_sets(
     n_images: int = 100,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+__all__ = ["numba_kernels"]
+
 
 def numba_kernels() -> ModuleType:
     """The module of compiled kernels (``nearest``, ``add_rows``, ``flush``).

@@ -15,8 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from vlad.backends.compiled import numba_kernels
-from vlad.core.assignment import _raise_non_finite
+from vlad.core.assignment import raise_non_finite
 from vlad.core.parallel import balanced_ranges
+
+__all__ = ["ROWS_PER_BLOCK", "fused_residuals", "image_blocks"]
 
 #: Rows of one worker's block (whole images): large enough to amortise the
 #: hand-off, small enough that every worker gets several blocks.
@@ -85,7 +87,7 @@ def fused_residuals(
             np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
         bad_row = kernels.nearest(block, squared_norms, labels)
         if bad_row >= 0:
-            _raise_non_finite(
+            raise_non_finite(
                 descriptors[start + bad_row : start + bad_row + 1], start + bad_row
             )
         image = kernels.add_rows(

@@ -13,8 +13,11 @@ from vlad.backends.jax_runtime import MIN_ROW_BUCKET, bucket_size, import_jax
 from vlad.core.aggregators.segments import image_of_rows
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
-from vlad.core.normalization import NORM_FLOOR, check_power
+from vlad.core.normalization import NORM_FLOOR
+from vlad.core.options import EncodingOptions
 from vlad.core.validation import check_n_features
+
+__all__ = ["JaxEncoder"]
 
 
 class JaxEncoder:
@@ -29,21 +32,25 @@ class JaxEncoder:
     Parameters
     ----------
     codebook : Codebook or array-like of shape (n_clusters, n_features)
-    power : float, default=1.0
-        Power-law exponent in (0, 1]; 0.5 is the signed square root.
-    intra : bool, default=True
-        L2-normalise each centre's block.
-    l2 : bool, default=True
-        L2-normalise each whole vector.
-    mass : bool, default=False
-        Divide each block by its number of descriptors first.
+    options : EncodingOptions, optional
+        The normalisation, as in :func:`vlad.encode`. Residuals are summed by
+        JAX, so its ``aggregator`` must be ``"auto"`` or ``"jax"``.
     device : jax.Device, optional
         Where to compute; JAX's default device (the first GPU if any) otherwise.
+    **settings
+        Fields of :class:`vlad.EncodingOptions` replacing those of ``options``.
+
+    Attributes
+    ----------
+    options : EncodingOptions
+        The settings in use.
 
     Raises
     ------
     ImportError
         JAX is not installed (``pip install 'vlad[jax]'``).
+    ValueError
+        Bad settings, or another aggregator than JAX's.
 
     See Also
     --------
@@ -62,16 +69,18 @@ class JaxEncoder:
     def __init__(
         self,
         codebook: Codebook | ArrayLike,
+        options: EncodingOptions | None = None,
         *,
-        power: float = 1.0,
-        intra: bool = True,
-        l2: bool = True,
-        mass: bool = False,
         device: Any = None,
+        **settings,
     ):
+        self.options = EncodingOptions.resolve(options, **settings)
+        if self.options.aggregator not in ("auto", "jax"):
+            raise ValueError(
+                "JaxEncoder sums residuals with JAX: its aggregator must be 'auto' "
+                f"or 'jax'; got {self.options.aggregator_name!r}"
+            )
         jax = import_jax()
-        self.power = check_power(power)
-        self.intra, self.l2, self.mass = bool(intra), bool(l2), bool(mass)
         centers = as_centers(codebook)
         self._device = device
         with jax.enable_x64(True):
@@ -114,10 +123,10 @@ class JaxEncoder:
                 images,
                 self._centers[sets.dtype],
                 n_images=padded_images,
-                power=self.power,
-                intra=self.intra,
-                l2=self.l2,
-                mass=self.mass,
+                power=self.options.power,
+                intra=self.options.intra,
+                l2=self.options.l2,
+                mass=self.options.mass,
             )
             if not bool(finite):
                 raise ValueError("descriptors contain NaN or infinite values")

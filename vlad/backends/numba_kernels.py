@@ -9,6 +9,8 @@ level so that numba's on-disk cache finds them again in a new process.
 import numba
 import numpy as np
 
+__all__ = ["add_rows", "finish_image", "flush", "nearest"]
+
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
 def finish_image(centers, image, sums, image_counts, residuals, counts):

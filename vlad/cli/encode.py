@@ -23,8 +23,11 @@ from vlad.cli.reporting import (
     report_skipped,
 )
 from vlad.core.aggregators import AGGREGATORS
+from vlad.core.options import EncodingOptions
 from vlad.formats.vectors import save_vectors, vector_file_paths
 from vlad.images.batch import encode_images
+
+__all__ = ["encode"]
 
 logger = logging.getLogger("vlad.cli")
 
@@ -115,15 +118,14 @@ def encode(
         outputs = vector_file_paths(output)
     check_outputs(outputs, overwrite)
     with library_errors(), progress_bar(verbosity, "Encoding") as progress:
+        options = EncodingOptions(
+            aggregator=aggregator, power=power, intra=intra, l2=l2, mass=mass
+        )
         result = encode_images(
             inputs,
             codebook,
+            options,
             descriptor_options=descriptor_options,
-            aggregator=aggregator,
-            power=power,
-            intra=intra,
-            l2=l2,
-            mass=mass,
             n_jobs=n_jobs,
             progress=progress,
         )

@@ -25,6 +25,8 @@ from vlad.cli.reporting import (
 from vlad.images.batch import extract_images
 from vlad.images.sift import SiftOptions
 
+__all__ = ["extract"]
+
 logger = logging.getLogger("vlad.cli")
 
 

@@ -23,6 +23,8 @@ from vlad.cli.reporting import (
 )
 from vlad.images.batch import fit_codebook_to_images
 
+__all__ = ["fit"]
+
 logger = logging.getLogger("vlad.cli")
 
 

@@ -11,6 +11,8 @@ import click
 from vlad.cli.reporting import library_errors
 from vlad.formats.info import describe_file
 
+__all__ = ["info"]
+
 
 @click.command(short_help="Show what a codebook, descriptors or vectors file holds.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))

@@ -11,6 +11,8 @@ from vlad.cli.extract import extract
 from vlad.cli.fit import fit
 from vlad.cli.info import info
 
+__all__ = ["main"]
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="vlad")

@@ -12,6 +12,15 @@ from vlad.cli.reporting import log_to_stderr
 from vlad.core.parallel import resolve_n_jobs
 from vlad.images.sift import SiftOptions
 
+__all__ = [
+    "descriptor_options",
+    "input_argument",
+    "jobs_option",
+    "output_option",
+    "overwrite_option",
+    "verbosity_options",
+]
+
 _DEFAULTS = SiftOptions()
 
 
@@ -52,7 +61,7 @@ overwrite_option = click.option(
 def _check_jobs(ctx, param, value: int | None) -> int | None:
     try:
         resolve_n_jobs(value)
-    except ValueError as error:
+    except (TypeError, ValueError) as error:
         raise click.BadParameter(str(error)) from None
     return value
 

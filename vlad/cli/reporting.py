@@ -13,6 +13,16 @@ import click
 
 from vlad.images.batch import BatchReport
 
+__all__ = [
+    "USER_ERRORS",
+    "check_outputs",
+    "count",
+    "library_errors",
+    "log_to_stderr",
+    "progress_bar",
+    "report_skipped",
+]
+
 logger = logging.getLogger("vlad.cli")
 
 #: Library errors that are the user's to fix: shown as one line, no traceback.

@@ -8,6 +8,8 @@ from numpy.typing import ArrayLike
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import as_float_matrix, check_finite, check_n_features
 
+__all__ = ["CHUNK_BYTES", "assign", "assign_valid", "raise_non_finite"]
+
 #: Size of the per-chunk distance matrix; small enough to stay in cache.
 CHUNK_BYTES = 1 << 20
 
@@ -55,13 +57,14 @@ def assign(
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
     check_finite(centers, "centers")
-    return _assign(descriptors, centers, chunk_bytes, resolve_n_jobs(n_jobs))
+    return assign_valid(descriptors, centers, chunk_bytes, resolve_n_jobs(n_jobs))
 
 
-def _assign(
+def assign_valid(
     descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int, n_workers: int
 ) -> np.ndarray:
-    """:func:`assign` on valid, same-dtype, contiguous input.
+    """:func:`assign` on valid, same-dtype, contiguous input, on ``n_workers``
+    threads; for callers that validated already.
 
     Also checks, at no extra pass, that the descriptors are finite: a NaN or
     infinite descriptor makes its chosen distance non-finite.
@@ -113,11 +116,12 @@ def _assign_rows(
         chunk_labels = np.argmin(block, axis=1, out=labels[start:stop])
         nearest = np.take_along_axis(block, chunk_labels[:, None], axis=1)
         if not np.isfinite(nearest).all():
-            _raise_non_finite(descriptors[start:stop], start)
+            raise_non_finite(descriptors[start:stop], start)
 
 
-def _raise_non_finite(block: np.ndarray, start: int) -> None:
-    """Name the first non-finite descriptor of a chunk whose distances overflowed."""
+def raise_non_finite(block: np.ndarray, start: int) -> None:
+    """Raise ``ValueError`` naming the first non-finite descriptor of a chunk
+    whose distances were not finite (or saying that they overflowed)."""
     bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if bad_rows.size:
         raise ValueError(

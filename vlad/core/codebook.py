@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,7 +12,9 @@ from numpy.typing import ArrayLike
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
-from vlad.formats.files import load_npz, save_npz
+from vlad.formats.files import read_record_archive, save_record_archive
+
+__all__ = ["FULL_KMEANS_MAX_SAMPLES", "Codebook", "as_centers", "fit_codebook"]
 
 FORMAT_VERSION = 1
 #: Above this many sampled descriptors ``algorithm="auto"`` uses mini-batch k-means.
@@ -64,7 +67,7 @@ class Codebook:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write to an ``.npz`` file atomically; never pickles."""
-        save_npz(
+        save_record_archive(
             path,
             {
                 **self.metadata,
@@ -86,9 +89,15 @@ class Codebook:
         ValueError
             If the file is not a vlad codebook (one-line message).
         """
-        arrays, metadata = load_npz(path, "codebook", ("centers",))
+        arrays, metadata = read_record_archive(path, "codebook", ("centers",))
         for key in ("format", "format_version", "n_clusters", "n_features", "dtype"):
             metadata.pop(key, None)
+        descriptor = metadata.get("descriptor", {})
+        if not isinstance(descriptor, dict):
+            raise ValueError(
+                f"{path} holds an invalid codebook: its descriptor record is a "
+                f"{type(descriptor).__name__}, not a mapping"
+            )
         try:
             return cls(arrays["centers"], metadata)
         except (TypeError, ValueError) as error:
@@ -133,10 +142,12 @@ def fit_codebook(
     seed : int or None, default=0
         Seed for the sample and for k-means; the same seed gives the same
         codebook.
-    algorithm : {"auto", "full", "minibatch"}, default="auto"
-        ``"full"`` is scikit-learn's ``KMeans`` (Lloyd), ``"minibatch"`` its
-        ``MiniBatchKMeans``; ``"auto"`` uses full k-means up to
+    algorithm : {"auto", "lloyd", "minibatch"}, default="auto"
+        ``"lloyd"`` is scikit-learn's ``KMeans`` (Lloyd's algorithm),
+        ``"minibatch"`` its ``MiniBatchKMeans``; ``"auto"`` uses Lloyd up to
         ``FULL_KMEANS_MAX_SAMPLES`` sampled descriptors and mini-batch above.
+        ``"full"``, the name scikit-learn retired, is a deprecated alias of
+        ``"lloyd"``.
     max_iter : int, default=100
         Maximum k-means iterations (epochs for mini-batch).
 
@@ -179,9 +190,17 @@ def fit_codebook(
                 f"seed must be a non-negative integer or None; got {seed!r}"
             )
         seed = int(seed)
-    if algorithm not in ("auto", "full", "minibatch"):
+    if algorithm == "full":
+        warnings.warn(
+            'fit_codebook(algorithm="full") is deprecated; use algorithm="lloyd"',
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        algorithm = "lloyd"
+    if algorithm not in ("auto", "lloyd", "minibatch"):
         raise ValueError(
-            f"algorithm must be one of ['auto', 'full', 'minibatch']; got {algorithm!r}"
+            "algorithm must be one of ['auto', 'lloyd', 'minibatch']; "
+            f"got {algorithm!r}"
         )
     descriptor_metadata: dict = {}
     if isinstance(descriptors, (DescriptorSets, list, tuple)) or (
@@ -211,7 +230,7 @@ def fit_codebook(
         training = descriptors
     if algorithm == "auto":
         algorithm = (
-            "full" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
+            "lloyd" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
         )
     centers = _kmeans(training, n_clusters, algorithm, max_iter, seed)
     metadata = {
@@ -229,7 +248,7 @@ def _kmeans(
     """Run scikit-learn's k-means on valid input and return the centres."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
-    if algorithm == "full":
+    if algorithm == "lloyd":
         estimator = KMeans(
             n_clusters=n_clusters, n_init=1, max_iter=max_iter, random_state=seed
         )

@@ -10,7 +10,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.validation import as_float_matrix, as_offsets
-from vlad.formats.files import load_npz, save_npz
+from vlad.formats.files import read_record_archive, save_record_archive
+
+__all__ = ["DescriptorSets", "FORMAT_VERSION", "as_descriptor_sets"]
 
 FORMAT_VERSION = 1
 
@@ -134,15 +136,21 @@ class DescriptorSets:
     @classmethod
     def load(cls, path: str | os.PathLike) -> DescriptorSets:
         """Read descriptor sets written by :meth:`save` (never unpickles)."""
-        arrays, metadata = load_npz(
+        arrays, metadata = read_record_archive(
             path, "descriptor sets", ("descriptors", "offsets", "names")
         )
+        descriptor = metadata.get("descriptor", {})
+        if not isinstance(descriptor, dict):
+            raise ValueError(
+                f"{path} holds inconsistent descriptor sets: its descriptor record "
+                f"is a {type(descriptor).__name__}, not a mapping"
+            )
         try:
             return cls(
                 arrays["descriptors"],
                 arrays["offsets"],
                 names=arrays["names"].tolist(),
-                metadata=metadata.get("descriptor", {}),
+                metadata=descriptor,
             )
         except (TypeError, ValueError) as error:
             raise ValueError(
@@ -151,7 +159,7 @@ class DescriptorSets:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write to an ``.npz`` file atomically (temporary file, then rename)."""
-        save_npz(
+        save_record_archive(
             path,
             {
                 "format": "descriptor sets",

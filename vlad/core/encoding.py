@@ -8,33 +8,26 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.backends.fused import fused_residuals, image_blocks
-from vlad.core.aggregators import (
-    AGGREGATORS,
-    Aggregator,
-    aggregate_auto,
-    choose_aggregator,
-    resolve_aggregator,
-)
-from vlad.core.aggregators.numba_kernel import aggregate_numba
+from vlad.core.aggregators import FUSED_ENCODE, resolve_aggregator
 from vlad.core.aggregators.segments import segment_counts
-from vlad.core.assignment import CHUNK_BYTES, _assign
+from vlad.core.assignment import CHUNK_BYTES, assign_valid
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
-from vlad.core.normalization import check_power, normalize_in_place
+from vlad.core.normalization import normalize_in_place
+from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import check_n_features
+
+__all__ = ["encode"]
 
 
 def encode(
     descriptor_sets: DescriptorSets | Sequence[ArrayLike] | np.ndarray,
     codebook: Codebook | ArrayLike,
+    options: EncodingOptions | None = None,
     *,
-    aggregator: str | Aggregator = "auto",
-    power: float = 1.0,
-    intra: bool = True,
-    l2: bool = True,
-    mass: bool = False,
     n_jobs: int | None = None,
+    **settings,
 ) -> np.ndarray:
     """VLAD vectors of a collection of images.
 
@@ -47,21 +40,16 @@ def encode(
     descriptor_sets : DescriptorSets, list of (L_t, F) arrays or (T, L, F) array
         Local descriptors of each image; an image may have none.
     codebook : Codebook or array-like of shape (n_clusters, n_features)
-    aggregator : str or callable, default="auto"
-        A name from :data:`vlad.AGGREGATORS` or a function with the same
-        signature.
-    power : float, default=1.0
-        Power-law exponent in (0, 1]; 0.5 is the signed square root.
-    intra : bool, default=True
-        L2-normalise each centre's block.
-    l2 : bool, default=True
-        L2-normalise each whole vector.
-    mass : bool, default=False
-        Divide each block by its number of descriptors first.
+    options : EncodingOptions, optional
+        The aggregator and the normalisation; default ``EncodingOptions()``
+        (``aggregator="auto", power=1.0, intra=True, l2=True, mass=False``).
     n_jobs : int or None, default=None
         Worker threads for assignment and the fused ``numba`` pass (None or
         -1: every available core). Inputs under about 10^8 multiply-adds run
         on one thread whatever it says. The vectors do not depend on it.
+    **settings
+        Fields of :class:`EncodingOptions` (``aggregator``, ``power``,
+        ``intra``, ``l2``, ``mass``) replacing those of ``options``.
 
     Returns
     -------
@@ -73,13 +61,16 @@ def encode(
     ------
     ValueError
         Descriptor and centre dimensions differ, NaN/inf descriptors, bad
-        parameters or an unknown aggregator.
+        settings or an unknown aggregator.
+    TypeError
+        A setting that :class:`EncodingOptions` does not have.
     ImportError
         The aggregator's optional dependency is not installed.
 
     See Also
     --------
     VLADEncoder : The scikit-learn transformer over this function.
+    encode_images : The same from image files.
 
     Examples
     --------
@@ -90,41 +81,32 @@ def encode(
     >>> vlad.encode([x], centers, intra=False, l2=False)
     array([[1., 1., 1., 0., 0., 0.]])
     """
-    function = resolve_aggregator(aggregator)
-    power = check_power(power)
+    options = EncodingOptions.resolve(options, **settings)
+    n_workers = resolve_n_jobs(n_jobs)
     sets = as_descriptor_sets(descriptor_sets)
     descriptors = sets.descriptors
     centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
     check_n_features(sets.n_features, centers.shape[1])
-    normalization = {"power": power, "intra": intra, "l2": l2, "mass": mass}
-    if function is aggregate_auto:
-        function = AGGREGATORS[choose_aggregator(descriptors.shape[0], *centers.shape)]
-    n_workers = workers_for(descriptors.size * centers.shape[0], resolve_n_jobs(n_jobs))
+    name, function = resolve_aggregator(
+        options.aggregator, (descriptors.shape[0], *centers.shape)
+    )
+    n_workers = workers_for(descriptors.size * centers.shape[0], n_workers)
     blocks = image_blocks(sets.offsets, centers.shape[0])
-    if _fused_path_applies(function, len(blocks), n_workers):
+    # A few huge images would leave workers idle in the fused pass: then
+    # assignment is threaded over rows instead.
+    if name in FUSED_ENCODE and len(blocks) >= n_workers:
         residuals = _encode_fused(
-            descriptors, sets.offsets, centers, blocks, n_workers, **normalization
+            descriptors, sets.offsets, centers, blocks, n_workers, options
         )
     else:
         residuals = _encode_staged(
-            function, descriptors, sets.offsets, centers, n_workers, **normalization
+            function, descriptors, sets.offsets, centers, n_workers, options
         )
     return residuals.reshape(len(sets), centers.shape[0] * centers.shape[1])
 
 
-def _fused_path_applies(function, n_blocks: int, n_workers: int) -> bool:
-    """Whether :func:`encode` can use the fused numba pass.
-
-    Only for the ``numba`` aggregator, and not when a few huge images would
-    leave workers idle: then assignment is threaded over rows instead.
-    """
-    if function is not aggregate_numba:
-        return False
-    return n_blocks >= n_workers
-
-
 def _encode_fused(
-    descriptors, offsets, centers, blocks, n_workers, *, power, intra, l2, mass
+    descriptors, offsets, centers, blocks, n_workers, options: EncodingOptions
 ) -> np.ndarray:
     """Assign, aggregate and normalise block by block, blocks across threads."""
     n_images = offsets.shape[0] - 1
@@ -138,10 +120,10 @@ def _encode_fused(
         )
         normalize_in_place(
             residuals[first:last],
-            power=power,
-            intra=intra,
-            l2=l2,
-            counts=counts[first:last] if mass else None,
+            power=options.power,
+            intra=options.intra,
+            l2=options.l2,
+            counts=counts[first:last] if options.mass else None,
         )
 
     run_ranges(encode_block, blocks, n_workers)
@@ -149,15 +131,21 @@ def _encode_fused(
 
 
 def _encode_staged(
-    function, descriptors, offsets, centers, n_workers, *, power, intra, l2, mass
+    function, descriptors, offsets, centers, n_workers, options: EncodingOptions
 ) -> np.ndarray:
     """Assign all descriptors, then aggregate with ``function``, then normalise."""
-    labels = _assign(descriptors, centers, CHUNK_BYTES, n_workers)
+    labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_workers)
     residuals = np.require(
         function(descriptors, labels, offsets, centers),
         dtype=descriptors.dtype,
         requirements=["C", "W"],
     )
-    counts = segment_counts(offsets, labels, centers.shape[0]) if mass else None
-    normalize_in_place(residuals, power=power, intra=intra, l2=l2, counts=counts)
+    counts = segment_counts(offsets, labels, centers.shape[0]) if options.mass else None
+    normalize_in_place(
+        residuals,
+        power=options.power,
+        intra=options.intra,
+        l2=options.l2,
+        counts=counts,
+    )
     return residuals

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike
+
+from vlad.core.validation import check_power
+
+__all__ = ["NORM_FLOOR", "normalize", "normalize_in_place"]
 
 #: Norms below this are treated as this, so a zero vector stays exactly zero.
 NORM_FLOOR = 1e-12
@@ -88,15 +90,6 @@ def normalize(
             )
     normalize_in_place(vectors, power=power, intra=intra, l2=l2, counts=counts)
     return vectors.reshape(array.shape[0], array.shape[1] * array.shape[2])
-
-
-def check_power(power: float) -> float:
-    """Return ``power`` as float after checking it lies in (0, 1]."""
-    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
-        raise TypeError(f"power must be a number in (0, 1]; got {power!r}")
-    if not (math.isfinite(power) and 0 < power <= 1):
-        raise ValueError(f"power must be a number in (0, 1]; got {power!r}")
-    return float(power)
 
 
 def normalize_in_place(

@@ -1,9 +1,13 @@
 """Thread parallelism over contiguous ranges of rows or images.
 
-NumPy's matrix product and the compiled kernels release the GIL, so plain
-threads run them on all cores. Each worker keeps BLAS to one thread: on small
-machines, BLAS's own threads on cache-sized chunks cost more in hand-offs and
-spin-waiting than they give (see the README's Performance section).
+NumPy's matrix product, OpenCV and the compiled kernels release the GIL, so
+plain threads run them on every core. While vlad's own worker threads run,
+BLAS and OpenCV are kept to one thread each, so that they do not multiply the
+threads (on small machines, BLAS's threads on cache-sized chunks cost more in
+hand-offs and spin-waiting than they give). Those are settings of the whole
+process; :class:`SharedThreadLimit` lowers each while at least one call needs
+it and restores what the process had when the last such call ends, however
+calls from several threads overlap.
 """
 
 from __future__ import annotations
@@ -11,14 +15,29 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+__all__ = [
+    "PARALLEL_MIN_WORK",
+    "SharedThreadLimit",
+    "available_cores",
+    "balanced_ranges",
+    "one_opencv_thread",
+    "resolve_n_jobs",
+    "run_ranges",
+    "single_threaded_blas",
+    "workers_for",
+]
+
 #: Below this many multiply-adds (descriptors x centres x features), handing
 #: work to threads costs more than it saves (measured on the essay's workload).
 PARALLEL_MIN_WORK = 1 << 27
+
+_N_JOBS_RULE = "n_jobs must be None, -1 (every core) or a positive integer"
 
 
 def workers_for(work: int, n_workers: int) -> int:
@@ -34,18 +53,91 @@ def available_cores() -> int:
 
 
 def resolve_n_jobs(n_jobs: int | None) -> int:
-    """Number of worker threads for ``n_jobs`` (None or -1: every core)."""
-    if n_jobs is None or n_jobs == -1:
+    """Number of worker threads for ``n_jobs``.
+
+    The one rule of every ``n_jobs`` in vlad: None or -1 means every core the
+    process may use, a positive integer that many threads.
+
+    Raises
+    ------
+    TypeError
+        ``n_jobs`` is not an integer (``True`` is not one).
+    ValueError
+        ``n_jobs`` is 0 or below -1.
+
+    Examples
+    --------
+    >>> from vlad.core.parallel import resolve_n_jobs
+    >>> resolve_n_jobs(3)
+    3
+    >>> resolve_n_jobs(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_jobs must be None, -1 (every core) or a positive integer; got 0
+    """
+    if n_jobs is None:
         return available_cores()
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)):
-        raise TypeError(
-            f"n_jobs must be a positive integer, -1 or None; got {n_jobs!r}"
-        )
+        raise TypeError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
+    if n_jobs == -1:
+        return available_cores()
     if n_jobs < 1:
-        raise ValueError(
-            f"n_jobs must be a positive integer, -1 or None; got {n_jobs!r}"
-        )
+        raise ValueError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
     return int(n_jobs)
+
+
+class SharedThreadLimit:
+    """A process-wide thread setting, lowered while any caller needs it.
+
+    The first caller to enter :meth:`held` lowers the setting and remembers
+    how to restore it; later callers, from any thread, only count themselves
+    in; the last to leave restores it. So overlapping calls never leave the
+    lowered value behind, whatever order they end in.
+
+    Parameters
+    ----------
+    lower : callable
+        Lowers the setting and returns a function that restores the previous
+        value. Called with the lock held, at most once per busy period.
+
+    Examples
+    --------
+    >>> from vlad.core.parallel import SharedThreadLimit
+    >>> setting = {"threads": 8}
+    >>> def lower():
+    ...     previous = setting["threads"]
+    ...     setting["threads"] = 1
+    ...     return lambda: setting.update(threads=previous)
+    >>> limit = SharedThreadLimit(lower)
+    >>> with limit.held():
+    ...     with limit.held():
+    ...         inner = setting["threads"]
+    ...     after_inner = setting["threads"]
+    >>> inner, after_inner, setting["threads"]
+    (1, 1, 8)
+    """
+
+    def __init__(self, lower: Callable[[], Callable[[], None]]):
+        self._lower = lower
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._restore: Callable[[], None] | None = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep the setting lowered for the duration of the block."""
+        with self._lock:
+            if self._holders == 0:
+                self._restore = self._lower()
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holders -= 1
+                if self._holders == 0:
+                    restore, self._restore = self._restore, None
+                    restore()
 
 
 @functools.cache
@@ -55,11 +147,33 @@ def _blas_controller():
     return ThreadpoolController()
 
 
-@contextlib.contextmanager
-def single_threaded_blas() -> Iterator[None]:
-    """Limit BLAS to one thread for the duration of the block."""
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        yield
+def _lower_blas_threads() -> Callable[[], None]:
+    limiter = _blas_controller().limit(limits=1, user_api="blas")
+    return limiter.restore_original_limits
+
+
+def _lower_opencv_threads() -> Callable[[], None]:
+    import cv2
+
+    previous = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    return functools.partial(cv2.setNumThreads, previous)
+
+
+_BLAS_LIMIT = SharedThreadLimit(_lower_blas_threads)
+_OPENCV_LIMIT = SharedThreadLimit(_lower_opencv_threads)
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager[None]:
+    """Keep BLAS to one thread while the block runs (see
+    :class:`SharedThreadLimit`)."""
+    return _BLAS_LIMIT.held()
+
+
+def one_opencv_thread() -> contextlib.AbstractContextManager[None]:
+    """Keep OpenCV to one thread while the block runs (see
+    :class:`SharedThreadLimit`); imports OpenCV."""
+    return _OPENCV_LIMIT.held()
 
 
 def balanced_ranges(weights_cumsum: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
@@ -71,6 +185,18 @@ def balanced_ranges(weights_cumsum: np.ndarray, n_parts: int) -> list[tuple[int,
     weights_cumsum : ndarray of shape (n + 1,)
         Cumulative weights starting at 0 (for images: the offsets).
     n_parts : int
+
+    Returns
+    -------
+    list of (start, stop)
+        Non-empty, contiguous, covering ``0..n`` in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vlad.core.parallel import balanced_ranges
+    >>> balanced_ranges(np.array([0, 5, 6, 7, 12]), 2)
+    [(0, 2), (2, 4)]
     """
     n_items = weights_cumsum.shape[0] - 1
     targets = np.linspace(weights_cumsum[0], weights_cumsum[-1], n_parts + 1)

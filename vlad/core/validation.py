@@ -7,7 +7,21 @@ says what was expected, in one line.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+__all__ = [
+    "all_finite",
+    "as_float_matrix",
+    "as_labels",
+    "as_offsets",
+    "check_finite",
+    "check_n_features",
+    "check_positive_int",
+    "check_power",
+    "float_dtype_of",
+]
 
 
 def float_dtype_of(array: np.ndarray) -> np.dtype:
@@ -135,3 +149,12 @@ def check_positive_int(value, name: str) -> int:
     if value < 1:
         raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
     return int(value)
+
+
+def check_power(power: float) -> float:
+    """Return ``power`` as float after checking it lies in (0, 1]."""
+    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
+        raise TypeError(f"power must be a number in (0, 1]; got {power!r}")
+    if not (math.isfinite(power) and 0 < power <= 1):
+        raise ValueError(f"power must be a number in (0, 1]; got {power!r}")
+    return float(power)

@@ -19,6 +19,11 @@ from vlad.core.aggregators import AGGREGATORS
 from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.encoding import encode
+from vlad.core.options import EncodingOptions
+from vlad.core.parallel import resolve_n_jobs
+from vlad.estimators.parameters import N_JOBS
+
+__all__ = ["VLADEncoder"]
 from vlad.core.validation import check_n_features
 
 
@@ -37,17 +42,10 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     n_clusters : int, default=64
         Number of codebook centres K. With ``codebook`` given it must equal
         the codebook's number of centres (:meth:`from_codebook` sets it).
-    aggregator : str or callable, default="auto"
-        A name from :data:`vlad.AGGREGATORS` or a function with the same
-        signature; all give the same vectors up to float rounding.
-    power : float, default=1.0
-        Power-law exponent in (0, 1]; 0.5 is the signed square root.
-    intra : bool, default=True
-        L2-normalise each centre's block.
-    l2 : bool, default=True
-        L2-normalise each whole vector.
-    mass : bool, default=False
-        Divide each block by its number of descriptors first.
+    aggregator, power, intra, l2, mass
+        The fields of :class:`vlad.EncodingOptions` (defaults ``"auto"``,
+        1.0, True, True, False), one parameter each so that grid searches
+        can tune them.
     sample : int or None, default=100_000
         :meth:`fit` runs k-means on at most this many descriptors drawn
         uniformly; ``None`` uses all of them. :meth:`partial_fit` uses every
@@ -63,8 +61,9 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         codebook as ``vlad.fit_codebook(..., seed=random_state)``; ``None``
         gives a different codebook at each fit.
     n_jobs : int or None, default=None
-        Threads :meth:`transform` encodes with (None or -1: every available
-        core; see :func:`vlad.encode`). The vectors do not depend on it.
+        Threads :meth:`transform` encodes with: None or -1 for every available
+        core, or a positive integer (see :func:`vlad.encode`). The vectors do
+        not depend on it.
 
     Attributes
     ----------
@@ -160,7 +159,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "sample": [Interval(Integral, 1, None, closed="left"), None],
         "codebook": [Codebook, "array-like", str, os.PathLike, None],
         "random_state": ["random_state"],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(
@@ -221,6 +220,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         loaded = _as_codebook(codebook)
         encoder = cls(loaded.n_clusters, codebook=loaded, **params)
         encoder._validate_params()
+        resolve_n_jobs(encoder.n_jobs)
         encoder._use_codebook(loaded)
         return encoder
 
@@ -243,6 +243,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             Fitted encoder; a call to :meth:`partial_fit` afterwards refines
             this codebook.
         """
+        resolve_n_jobs(self.n_jobs)
         sets = as_descriptor_sets(X)
         if self.codebook is None:
             codebook = fit_codebook(
@@ -284,6 +285,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self : VLADEncoder
             Updated encoder.
         """
+        resolve_n_jobs(self.n_jobs)
         sets = as_descriptor_sets(X)
         if self.codebook is not None:
             return self.fit(sets)
@@ -329,15 +331,17 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         check_is_fitted(self)
         sets = as_descriptor_sets(X)
         self._check_n_features(sets)
-        return encode(
-            sets,
-            self.codebook_,
+        return encode(sets, self.codebook_, self.encoding_options, n_jobs=self.n_jobs)
+
+    @property
+    def encoding_options(self) -> EncodingOptions:
+        """The encoding parameters as one :class:`vlad.EncodingOptions`."""
+        return EncodingOptions(
             aggregator=self.aggregator,
             power=self.power,
             intra=self.intra,
             l2=self.l2,
             mass=self.mass,
-            n_jobs=self.n_jobs,
         )
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -7,14 +7,16 @@ import os
 from collections.abc import Sequence
 from numbers import Integral
 
-import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils._param_validation import Interval
 
 from vlad.core.descriptors import DescriptorSets
-from vlad.images.batch import map_in_order
-from vlad.images.files import as_grey_image, read_image
-from vlad.images.sift import N_FEATURES, SiftOptions, _extract
+from vlad.core.parallel import resolve_n_jobs
+from vlad.estimators.parameters import N_JOBS
+from vlad.images.pool import describe_image, map_in_order
+from vlad.images.sift import N_FEATURES, SiftOptions
+
+__all__ = ["SIFTExtractor"]
 
 
 class SIFTExtractor(TransformerMixin, BaseEstimator):
@@ -44,7 +46,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     See Also
     --------
     vlad.images.sift.extract_sift : The same for one image.
-    vlad.images.batch.extract_images : The same for folders, skipping unreadable files.
+    vlad.extract_images : The same for folders, skipping unreadable files.
 
     Examples
     --------
@@ -60,11 +62,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         "max_side": [Interval(Integral, 0, None, closed="left")],
         "max_keypoints": [Interval(Integral, 0, None, closed="left")],
         "dense": ["boolean"],
-        "n_jobs": [
-            Interval(Integral, 1, None, closed="left"),
-            Options(Integral, {-1}),
-            None,
-        ],
+        "n_jobs": N_JOBS,
     }
 
     def __init__(
@@ -95,6 +93,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         self : SIFTExtractor
         """
         self._validate_params()
+        resolve_n_jobs(self.n_jobs)
         return self
 
     def transform(self, X: Sequence) -> DescriptorSets:
@@ -118,6 +117,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             A file that cannot be read (a ``ValueError``).
         """
         self._validate_params()
+        resolve_n_jobs(self.n_jobs)
         options = SiftOptions(
             self.root_sift, self.dense, self.max_side, self.max_keypoints
         )
@@ -127,7 +127,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
                 f"path {X!r}: wrap it in a list"
             )
         images = list(X)
-        describe = functools.partial(_describe, options=options)
+        describe = functools.partial(describe_image, options=options)
         blocks = list(map_in_order(describe, images, self.n_jobs))
         names = [
             os.fspath(image) if isinstance(image, (str, os.PathLike)) else str(index)
@@ -147,10 +147,3 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.transformer_tags.preserves_dtype = []
         return tags
-
-
-def _describe(image, *, options: SiftOptions) -> np.ndarray:
-    """Descriptors of an image file or array."""
-    if isinstance(image, (str, os.PathLike)):
-        return _extract(read_image(image), options)
-    return _extract(as_grey_image(image), options)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,10 @@ import numpy as np
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import all_finite
+from vlad.formats.files import read_numpy_file
 from vlad.formats.vectors import load_vectors, vector_file_paths
+
+__all__ = ["describe_file"]
 
 #: Fields of a vectors record shown by :func:`describe_file`.
 _VECTOR_RECORD_FIELDS = (
@@ -85,14 +87,14 @@ def describe_file(path: str | os.PathLike) -> dict:
 
 
 def _npz_format(path: Path) -> str | None:
-    """The ``format`` of an ``.npz``'s vlad record, None without one."""
+    """The ``format`` of an ``.npz``'s vlad record, None if it names none."""
+    arrays = read_numpy_file(path, "vlad file", members=("metadata",))
+    if not isinstance(arrays, dict):
+        raise ValueError(f"{path} is not a vlad file: an .npy named .npz")
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if "metadata" not in archive.files:
-                return None
-            record = json.loads(str(archive["metadata"]))
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise ValueError(f"{path} is not a readable .npz file ({error})") from None
+        record = json.loads(str(arrays["metadata"]))
+    except ValueError as error:
+        raise ValueError(f"{path} is a damaged vlad file: {error}") from None
     return record.get("format") if isinstance(record, dict) else None
 
 
@@ -133,10 +135,9 @@ def _describe_npy(path: Path) -> dict:
     """A vectors file when it has its record beside it, else a plain array."""
     _, names_path, record_path = vector_file_paths(path)
     if not record_path.is_file():
-        try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError, EOFError) as error:
-            raise ValueError(f"{path} is not a readable .npy file ({error})") from None
+        array = read_numpy_file(path, "vlad file", mmap=True)
+        if not isinstance(array, np.ndarray):
+            raise ValueError(f"{path} is not a vlad file: an .npz named .npy")
         return {
             "file": str(path),
             "kind": "array",

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-from vlad.formats.files import atomic_writes
+from vlad.formats.files import atomic_writes, read_numpy_file
+
+__all__ = [
+    "NAMES_SUFFIX",
+    "RECORD_SUFFIX",
+    "load_vectors",
+    "save_vectors",
+    "vector_file_paths",
+]
 
 NAMES_SUFFIX = ".names.txt"
 RECORD_SUFFIX = ".json"
@@ -102,14 +110,12 @@ def load_vectors(
         Not a readable 2-D ``.npy``, or a names file of another length.
     """
     vectors_path, names_path, record_path = vector_file_paths(path)
-    if not vectors_path.is_file():
-        raise FileNotFoundError(f"no such file: {vectors_path}")
-    try:
-        vectors = np.load(vectors_path, mmap_mode="r" if mmap else None)
-    except (OSError, ValueError, EOFError) as error:
+    vectors = read_numpy_file(vectors_path, "vectors file", mmap=mmap)
+    if not isinstance(vectors, np.ndarray):
         raise ValueError(
-            f"{vectors_path} is not a readable .npy file ({error})"
-        ) from None
+            f"{vectors_path} is not a vectors file: it is an .npz archive, not an "
+            ".npy array"
+        )
     if vectors.ndim != 2:
         raise ValueError(
             f"{vectors_path} is not a vectors file: it holds an array of shape "
@@ -131,4 +137,9 @@ def load_vectors(
             record = json.loads(record_path.read_text())
         except (ValueError, UnicodeDecodeError) as error:
             raise ValueError(f"{record_path} is not readable JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise ValueError(
+                f"{record_path} is not a vectors record: it holds a JSON "
+                f"{type(record).__name__}, not an object"
+            )
     return vectors, names, record

@@ -9,42 +9,43 @@ keeps its place with no descriptors, so its VLAD vector is zero.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import dataclasses
 import functools
-import itertools
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from vlad._version import __version__
+from vlad.core.aggregators import require_aggregator
 from vlad.core.codebook import Codebook, fit_codebook
-from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
+from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import check_n_features
-from vlad.images.files import ImageFile, ImageReadError, find_images, read_image
-from vlad.images.sift import N_FEATURES, SiftOptions, _extract
+from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
+from vlad.images.files import ImageFile, ImageReadError, find_images
+from vlad.images.pool import Progress, describe_image, map_in_order
+from vlad.images.sift import N_FEATURES, SiftOptions
+
+__all__ = [
+    "ENCODE_CHUNK_IMAGES",
+    "BatchReport",
+    "EncodedImages",
+    "encode_images",
+    "extract_images",
+    "fit_codebook_to_images",
+    "read_descriptor_sets",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Images whose descriptors :func:`encode_images` holds in memory at once (at the
 #: default 2000 keypoints, up to 1 MB each).
 ENCODE_CHUNK_IMAGES = 64
-#: Suffixes of the descriptor files that :func:`read_descriptor_sets` reads.
-DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz")
-
-#: Called as ``progress(n_done, n_total)`` after each image.
-Progress = Callable[[int, int], None]
 PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 @dataclasses.dataclass
@@ -97,8 +98,8 @@ class EncodedImages:
         The folders and files encoded.
     descriptor : dict
         How the descriptors were made (``DescriptorSets.metadata``).
-    encoding : dict
-        The parameters given to :func:`vlad.encode`.
+    encoding : EncodingOptions
+        How the vectors were encoded.
     """
 
     vectors: np.ndarray
@@ -106,7 +107,7 @@ class EncodedImages:
     codebook: Codebook
     inputs: list[str]
     descriptor: dict
-    encoding: dict
+    encoding: EncodingOptions
 
     @property
     def names(self) -> list[str]:
@@ -127,7 +128,7 @@ class EncodedImages:
                 "n_features": self.codebook.n_features,
             },
             "descriptor": self.descriptor,
-            "encoding": self.encoding,
+            "encoding": self.encoding.record(),
             **self.report.record(),
         }
 
@@ -171,9 +172,9 @@ def extract_images(
 
     Examples
     --------
-    >>> import vlad.images.batch
+    >>> import vlad
     >>> options = {"max_keypoints": 50}
-    >>> sets, report = vlad.images.batch.extract_images("data", options, n_jobs=1)
+    >>> sets, report = vlad.extract_images("data", options, n_jobs=1)
     >>> len(sets), sets.n_features, report.skipped
     (8, 128, {})
     """
@@ -220,7 +221,7 @@ def read_descriptor_sets(
         Descriptor options given with a descriptors file, a file that holds no
         descriptor sets, or as :func:`extract_images`.
     """
-    descriptor_file = _descriptor_file(inputs)
+    descriptor_file = descriptor_file_in(inputs)
     if descriptor_file is None:
         return extract_images(
             inputs, descriptor_options, n_jobs=n_jobs, progress=progress
@@ -230,7 +231,7 @@ def read_descriptor_sets(
             f"descriptor options ({', '.join(sorted(descriptor_options))}) apply to "
             f"images, not to the descriptors already in {descriptor_file}"
         )
-    sets = _load_descriptor_file(descriptor_file)
+    sets = read_descriptor_file(descriptor_file)
     empty = [
         name
         for name, length in zip(sets.names, sets.lengths, strict=True)
@@ -281,15 +282,12 @@ def fit_codebook_to_images(
 def encode_images(
     inputs: PathOrPaths,
     codebook: Codebook | str | os.PathLike,
+    options: EncodingOptions | None = None,
     *,
     descriptor_options: Mapping | None = None,
-    aggregator: str = "auto",
-    power: float = 1.0,
-    intra: bool = True,
-    l2: bool = True,
-    mass: bool = False,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    **settings,
 ) -> EncodedImages:
     """VLAD vectors of every image in folders and files (or of a descriptors file).
 
@@ -304,15 +302,17 @@ def encode_images(
         As in :func:`read_descriptor_sets`.
     codebook : Codebook or path-like
         A codebook or a file written by :meth:`Codebook.save`.
+    options : EncodingOptions, optional
+        The aggregator and the normalisation, as in :func:`vlad.encode`.
     descriptor_options : mapping, optional
-        Options of :class:`vlad.images.sift.SiftOptions` that replace the codebook's.
+        Options of :class:`vlad.SiftOptions` that replace the codebook's.
         ``max_side`` and ``max_keypoints`` may differ from the codebook's;
         ``root_sift`` and ``dense`` may not.
-    aggregator, power, intra, l2, mass
-        As in :func:`vlad.encode`.
     n_jobs, progress
         As in :func:`extract_images`; ``n_jobs`` also bounds the threads of
         :func:`vlad.encode`.
+    **settings
+        Fields of :class:`EncodingOptions` replacing those of ``options``.
 
     Returns
     -------
@@ -324,8 +324,7 @@ def encode_images(
     ------
     ValueError
         Descriptors of another kind or dimension than the codebook's, a file
-        that is not a codebook, bad parameters, or as
-        :func:`read_descriptor_sets`.
+        that is not a codebook, bad settings, or as :func:`read_descriptor_sets`.
     ImportError
         The aggregator's optional dependency is not installed.
 
@@ -335,41 +334,36 @@ def encode_images(
 
     Examples
     --------
-    >>> import vlad, vlad.images.batch
-    >>> codebook, _ = vlad.images.batch.fit_codebook_to_images("data", 4, n_jobs=1)
-    >>> result = vlad.images.batch.encode_images("data", codebook, n_jobs=1)
-    >>> result.vectors.shape, result.names[0]
-    ((8, 512), 'astronaut.jpg')
+    >>> import vlad
+    >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> result = vlad.encode_images("data", codebook, power=0.5, n_jobs=1)
+    >>> result.vectors.shape, result.names[0], result.encoding.power
+    ((8, 512), 'astronaut.jpg', 0.5)
     """
+    # Bad settings, n_jobs or a missing optional dependency fail here, before
+    # any image is read.
+    options = EncodingOptions.resolve(options, **settings)
+    resolve_n_jobs(n_jobs)
+    if isinstance(options.aggregator, str):
+        require_aggregator(options.aggregator)
     if not isinstance(codebook, Codebook):
         codebook = Codebook.load(codebook)
-    encoding = {
-        "aggregator": aggregator,
-        "power": power,
-        "intra": intra,
-        "l2": l2,
-        "mass": mass,
-    }
-    # Bad parameters and a missing optional dependency fail here, before the
-    # images are read, on one image with no descriptors.
-    empty_image = np.zeros((0, codebook.n_features), dtype=codebook.centers.dtype)
-    encode([empty_image], codebook, **encoding)
     input_list = [str(path) for path in _as_list(inputs)]
-    if _descriptor_file(inputs) is not None:
+    if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
         _check_same_kind(SiftOptions.from_record(sets.metadata), codebook)
-        vectors = encode(sets, codebook, **encoding, n_jobs=n_jobs)
+        vectors = encode(sets, codebook, options, n_jobs=n_jobs)
         return EncodedImages(
-            vectors, report, codebook, input_list, sets.metadata, encoding
+            vectors, report, codebook, input_list, sets.metadata, options
         )
-    options = _options_for(codebook, descriptor_options)
+    sift_options = _options_for(codebook, descriptor_options)
     logger.debug(
         "descriptors: %s, max_side=%d, max_keypoints=%d",
-        options.kind,
-        options.max_side,
-        options.max_keypoints,
+        sift_options.kind,
+        sift_options.max_side,
+        sift_options.max_keypoints,
     )
-    _check_same_kind(options, codebook)
+    _check_same_kind(sift_options, codebook)
     check_n_features(N_FEATURES, codebook.n_features)
     images = find_images(inputs)
     report = BatchReport(len(images), [], {}, [])
@@ -377,14 +371,14 @@ def encode_images(
     vectors = np.zeros(
         (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
     )
-    results = _extract_in_order(images, options, n_jobs, progress)
+    results = _extract_in_order(images, sift_options, n_jobs, progress)
     for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
         start = len(report.names)
         blocks = _keep_readable(chunk, report)
         if blocks:
             sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
             vectors[start : start + len(blocks)] = encode(
-                sets, codebook, **encoding, n_jobs=n_jobs
+                sets, codebook, options, n_jobs=n_jobs
             )
     _check_any_read(report, inputs)
     return EncodedImages(
@@ -392,8 +386,8 @@ def encode_images(
         report,
         codebook,
         input_list,
-        options.record(),
-        encoding,
+        sift_options.record(),
+        options,
     )
 
 
@@ -402,38 +396,6 @@ def _as_list(inputs: PathOrPaths) -> list:
     if isinstance(inputs, (str, os.PathLike)):
         return [inputs]
     return list(inputs)
-
-
-def _descriptor_file(inputs: PathOrPaths) -> Path | None:
-    """The descriptors file that ``inputs`` names, or None if they name images."""
-    paths = _as_list(inputs)
-    if len(paths) != 1:
-        return None
-    path = Path(paths[0])
-    if path.suffix.lower() in DESCRIPTOR_FILE_SUFFIXES and not path.is_dir():
-        return path
-    return None
-
-
-def _load_descriptor_file(path: Path) -> DescriptorSets:
-    """Descriptor sets from an ``.npz`` of :meth:`DescriptorSets.save` or an
-    ``.npy`` of shape (L, F) or (T, L, F)."""
-    if path.suffix.lower() == ".npz":
-        return DescriptorSets.load(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        raise ValueError(f"{path} is not a readable .npy file ({error})") from None
-    if array.ndim == 2:
-        array = array[np.newaxis]
-    if array.ndim != 3:
-        raise ValueError(
-            f"{path} must hold descriptors of shape (L, F) or (T, L, F); "
-            f"got shape {array.shape}"
-        )
-    return as_descriptor_sets(array)
 
 
 def _options_for(codebook: Codebook, descriptor_options: Mapping | None) -> SiftOptions:
@@ -502,7 +464,7 @@ def _describe_file(
 ) -> tuple[ImageFile, np.ndarray | ImageReadError]:
     """An image and its descriptors, or the error that kept it from being read."""
     try:
-        return image, _extract(read_image(image.path), options)
+        return image, describe_image(image.path, options)
     except ImageReadError as error:
         return image, error
 
@@ -516,62 +478,6 @@ def _extract_in_order(
     """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads."""
     describe = functools.partial(_describe_file, options=options)
     return map_in_order(describe, images, n_jobs, progress)
-
-
-def map_in_order(
-    function: Callable[[T], R],
-    items: Sequence[T],
-    n_jobs: int | None,
-    progress: Progress | None = None,
-) -> Iterator[R]:
-    """``function(item)`` for each item, in order, computed on ``n_jobs`` threads.
-
-    At most ``2 * n_jobs`` items are computed ahead of the one yielded, so memory
-    stays bounded however many items there are. OpenCV runs single-threaded
-    meanwhile, which also makes its results independent of ``n_jobs``. An
-    exception raised by ``function`` is raised here.
-
-    Parameters
-    ----------
-    function : callable
-    items : sequence
-    n_jobs : int or None
-        Worker threads; None or -1 for every core.
-    progress : callable, optional
-        Called as ``progress(n_done, n_total)`` after each item.
-    """
-    n_workers = resolve_n_jobs(n_jobs)
-    with _one_opencv_thread():
-        pool = ThreadPoolExecutor(max_workers=n_workers)
-        try:
-            pending: collections.deque = collections.deque()
-            items_left = iter(items)
-            for n_done in range(1, len(items) + 1):
-                for item in itertools.islice(items_left, 2 * n_workers - len(pending)):
-                    pending.append(pool.submit(function, item))
-                result = pending.popleft().result()
-                if progress is not None:
-                    progress(n_done, len(items))
-                yield result
-        finally:
-            pool.shutdown(cancel_futures=True)
-
-
-@contextlib.contextmanager
-def _one_opencv_thread() -> Iterator[None]:
-    """Run OpenCV single-threaded inside the block, then restore its setting.
-
-    The jobs are the parallelism; OpenCV's own threads on top would only
-    oversubscribe the cores.
-    """
-    import cv2
-
-    previous = cv2.getNumThreads()
-    cv2.setNumThreads(1)
-    try:
-        yield
-    finally:
-        cv2.setNumThreads(previous)
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -9,6 +9,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageFile",
+    "ImageReadError",
+    "as_grey_image",
+    "find_images",
+    "is_image_path",
+    "read_image",
+]
+
 #: File name endings read as images, compared in lower case.
 IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")
 

@@ -9,6 +9,17 @@ import numpy as np
 
 from vlad.images.files import as_grey_image
 
+__all__ = [
+    "DENSE_MIN_STEP",
+    "DENSE_SIZES",
+    "EXTRACTOR",
+    "N_FEATURES",
+    "SiftOptions",
+    "extract_sift",
+    "extract_with_options",
+    "root_sift",
+]
+
 #: Name of this extractor in descriptor records (``DescriptorSets.metadata``).
 EXTRACTOR = "opencv-sift"
 #: SIFT descriptor dimension.
@@ -132,11 +143,12 @@ def extract_sift(
     ((100, 128), dtype('float32'))
     """
     options = SiftOptions(root_sift, dense, max_side, max_keypoints)
-    return _extract(as_grey_image(image), options)
+    return extract_with_options(as_grey_image(image), options)
 
 
-def _extract(image: np.ndarray, options: SiftOptions) -> np.ndarray:
-    """:func:`extract_sift` on a grey ``uint8`` image with checked options."""
+def extract_with_options(image: np.ndarray, options: SiftOptions) -> np.ndarray:
+    """:func:`extract_sift` on a grey ``uint8`` image (as
+    :func:`vlad.images.files.as_grey_image` returns) with checked options."""
     import cv2
 
     image = _shrink_to(image, options.max_side)

@@ -8,12 +8,14 @@ descriptors' dtype. They assume valid input; :func:`aggregate` validates.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.backends.compiled import numba_kernels
+from vlad.backends.jax_runtime import import_jax
 from vlad.core.aggregators.jax_kernel import aggregate_jax
 from vlad.core.aggregators.loop import aggregate_loop
 from vlad.core.aggregators.masked import aggregate_masked
@@ -29,10 +31,31 @@ from vlad.core.validation import (
     check_n_features,
 )
 
+__all__ = [
+    "AGGREGATORS",
+    "FUSED_ENCODE",
+    "Aggregator",
+    "aggregate",
+    "available_aggregators",
+    "choose_aggregator",
+    "require_aggregator",
+    "resolve_aggregator",
+]
+
 Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
-#: The module each optional aggregator needs.
-_REQUIRES = {"numba": "numba", "jax": "jax"}
+#: The loader of each optional aggregator's dependency; each raises an
+#: ``ImportError`` that says how to install it.
+_REQUIRES: dict[str, Callable[[], object]] = {
+    "numba": numba_kernels,
+    "jax": import_jax,
+}
+#: The module each optional aggregator needs, to tell without importing it.
+_REQUIRED_MODULES = {"numba": "numba", "jax": "jax"}
+
+#: Aggregators that :func:`vlad.encode` runs fused with assignment, in one pass
+#: over the descriptors (:mod:`vlad.backends.fused`).
+FUSED_ENCODE = frozenset({"numba"})
 
 
 def available_aggregators() -> list[str]:
@@ -40,18 +63,34 @@ def available_aggregators() -> list[str]:
     return [
         name
         for name in AGGREGATORS
-        if name not in _REQUIRES or importlib.util.find_spec(_REQUIRES[name])
+        if name not in _REQUIRED_MODULES
+        or importlib.util.find_spec(_REQUIRED_MODULES[name])
     ]
+
+
+def require_aggregator(name: str) -> None:
+    """Load what aggregator ``name`` needs (numba's kernels, JAX) now.
+
+    Raises
+    ------
+    ImportError
+        Its optional dependency is not installed; the message says how to
+        install it.
+    """
+    if name == "auto":
+        name = choose_aggregator(0, 1, 1)
+    if name in _REQUIRES:
+        _REQUIRES[name]()
 
 
 def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> str:
     """The name of the aggregator ``auto`` uses for an input of this size.
 
     The compiled ``numba`` kernels are the fastest at every size measured (see
-    the README's Performance section), so ``auto`` takes them whenever numba
-    can be imported; otherwise the ``sparse`` product, the fastest that needs
-    no compiler. The first use in a process loads the kernels from numba's
-    disk cache (about 0.3 s; compiling them the very first time takes a few
+    ``docs/performance.md``), so ``auto`` takes them whenever numba can be
+    imported; otherwise the ``sparse`` product, the fastest that needs no
+    compiler. The first use in a process loads the kernels from numba's disk
+    cache (about 0.3 s; compiling them the very first time takes a few
     seconds). The sizes are accepted so that the rule can depend on them;
     today it does not.
     """
@@ -88,22 +127,38 @@ AGGREGATORS: dict[str, Aggregator] = {
 }
 
 
-def resolve_aggregator(method: str | Aggregator) -> Aggregator:
-    """Return the aggregator function for a registry name or a callable.
+def resolve_aggregator(
+    aggregator: str | Aggregator,
+    shape: tuple[int, int, int] | None = None,
+) -> tuple[str | None, Aggregator]:
+    """The registry name and function of an aggregator name or callable.
+
+    Parameters
+    ----------
+    aggregator : str or callable
+    shape : (n_descriptors, n_clusters, n_features), optional
+        With it, ``"auto"`` resolves to the aggregator it picks for that size.
+
+    Returns
+    -------
+    name : str or None
+        None for a callable given by the caller.
+    function : callable
 
     Raises
     ------
     ValueError
-        If ``method`` is a string that names no aggregator.
+        If ``aggregator`` is a string that names no aggregator.
     """
-    if callable(method):
-        return method
-    try:
-        return AGGREGATORS[method]
-    except (KeyError, TypeError):
+    if callable(aggregator):
+        return None, aggregator
+    if not isinstance(aggregator, str) or aggregator not in AGGREGATORS:
         raise ValueError(
-            f"Unknown aggregator {method!r}; expected one of {sorted(AGGREGATORS)}"
-        ) from None
+            f"Unknown aggregator {aggregator!r}; expected one of {sorted(AGGREGATORS)}"
+        )
+    if aggregator == "auto" and shape is not None:
+        aggregator = choose_aggregator(*shape)
+    return aggregator, AGGREGATORS[aggregator]
 
 
 def aggregate(
@@ -111,7 +166,9 @@ def aggregate(
     labels: ArrayLike,
     offsets: ArrayLike,
     centers: ArrayLike,
-    method: str | Aggregator = "auto",
+    aggregator: str | Aggregator = "auto",
+    *,
+    method: str | Aggregator | None = None,
 ) -> np.ndarray:
     """Sum of residuals per image and centre: the VLAD scatter-reduce.
 
@@ -128,9 +185,11 @@ def aggregate(
     offsets : array-like of int of shape (n_images + 1,)
         Image boundaries: start at 0, non-decreasing, end at ``n_descriptors``.
     centers : array-like of shape (n_clusters, n_features)
-    method : str or callable, default="auto"
+    aggregator : str or callable, default="auto"
         A name from :data:`vlad.AGGREGATORS` or a function with the same
         signature. All give the same result up to float rounding.
+    method : str or callable, optional
+        Deprecated name of ``aggregator``.
 
     Returns
     -------
@@ -140,23 +199,34 @@ def aggregate(
     Raises
     ------
     ValueError
-        Unknown method, shapes that disagree, NaN/inf, labels out of range.
+        Unknown aggregator, shapes that disagree, NaN/inf, labels out of range.
     ImportError
-        The method's optional dependency is not installed.
+        The aggregator's optional dependency is not installed.
 
     Examples
     --------
     >>> import numpy as np
     >>> import vlad
     >>> x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    >>> vlad.aggregate(x, [0, 0, 1], [0, 2, 3], np.zeros((2, 2)), method="loop")
+    >>> vlad.aggregate(x, [0, 0, 1], [0, 2, 3], np.zeros((2, 2)), aggregator="loop")
     array([[[4., 6.],
             [0., 0.]],
     <BLANKLINE>
            [[0., 0.],
             [5., 6.]]])
     """
-    function = resolve_aggregator(method)
+    if method is not None:
+        if aggregator != "auto":
+            raise TypeError(
+                "pass the aggregator once, as aggregator= (method= is its old name)"
+            )
+        warnings.warn(
+            "aggregate(method=...) is deprecated; use aggregate(aggregator=...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        aggregator = method
+    _, function = resolve_aggregator(aggregator)
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])

@@ -9,6 +9,8 @@ import numpy as np
 from vlad.backends.jax_runtime import MIN_ROW_BUCKET, bucket_size, import_jax
 from vlad.core.aggregators.segments import image_of_rows
 
+__all__ = ["aggregate_jax"]
+
 
 def aggregate_jax(
     descriptors: np.ndarray,

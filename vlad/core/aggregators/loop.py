@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["aggregate_loop"]
+
 
 def aggregate_loop(
     descriptors: np.ndarray,

@@ -6,6 +6,8 @@ import numpy as np
 
 from vlad.core.aggregators.segments import WORKING_SET_BYTES, image_of_rows, row_blocks
 
+__all__ = ["aggregate_masked"]
+
 
 def aggregate_masked(
     descriptors: np.ndarray,

@@ -7,6 +7,8 @@ import numpy as np
 from vlad.backends.compiled import numba_kernels
 from vlad.core.parallel import available_cores, balanced_ranges, run_ranges
 
+__all__ = ["PARALLEL_MIN_ROWS", "aggregate_numba"]
+
 #: Below this many descriptors, threads cost more than they save.
 PARALLEL_MIN_ROWS = 65_536
 

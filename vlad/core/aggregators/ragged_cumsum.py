@@ -12,6 +12,8 @@ from vlad.core.aggregators.segments import (
     subtract_centers,
 )
 
+__all__ = ["aggregate_ragged_cumsum"]
+
 
 def aggregate_ragged_cumsum(
     descriptors: np.ndarray,

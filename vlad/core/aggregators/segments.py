@@ -7,6 +7,15 @@ from collections.abc import Iterator
 
 import numpy as np
 
+__all__ = [
+    "WORKING_SET_BYTES",
+    "block_segments",
+    "image_of_rows",
+    "row_blocks",
+    "segment_counts",
+    "subtract_centers",
+]
+
 #: Bound on the temporaries of the chunked aggregators (``masked``,
 #: ``ragged-cumsum``, ``sparse``).
 WORKING_SET_BYTES = 64 << 20

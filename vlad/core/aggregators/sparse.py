@@ -12,6 +12,8 @@ from vlad.core.aggregators.segments import (
     subtract_centers,
 )
 
+__all__ = ["ROWS_PER_BLOCK", "aggregate_sparse"]
+
 #: Rows widened to float64 at a time, into one reused cache-sized buffer.
 ROWS_PER_BLOCK = 4096
 

@@ -10,6 +10,8 @@ from vlad.core.aggregators.segments import (
     subtract_centers,
 )
 
+__all__ = ["aggregate_ufunc_at"]
+
 
 def aggregate_ufunc_at(
     descriptors: np.ndarray,

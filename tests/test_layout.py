@@ -1,0 +1,98 @@
+"""The package's layout: public names, module sizes, private helpers kept
+private, and what ``vlad --help`` loads."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import vlad
+
+PACKAGE = pathlib.Path(vlad.__file__).parent
+MODULES = sorted(
+    path
+    for path in PACKAGE.rglob("*.py")
+    if path.name not in ("__init__.py", "__main__.py", "_version.py")
+)
+MAX_LINES = 600
+
+
+def module_name(path: pathlib.Path) -> str:
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_every_module_says_what_it_exports(path):
+    if path.name == "numba_kernels.py":
+        pytest.importorskip("numba")
+    module = importlib.import_module(module_name(path))
+    assert isinstance(module.__all__, list) and module.__all__
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"{module.__name__}.__all__ names what it lacks: {missing}"
+    assert module.__doc__, f"{module.__name__} has no docstring"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_no_module_is_too_long(path):
+    n_lines = len(path.read_text().splitlines())
+    assert n_lines <= MAX_LINES, f"{module_name(path)} has {n_lines} lines"
+
+
+def _imported_names(tree: ast.Module):
+    """``(module, name)`` of every ``from module import name`` in the file."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                yield node.module, alias.name
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=module_name)
+def test_nothing_private_is_imported_from_another_module(path):
+    tree = ast.parse(path.read_text())
+    for module, name in _imported_names(tree):
+        if not module.startswith("vlad"):
+            continue
+        parts = module.split(".")
+        private_module = [part for part in parts if part.startswith("_")]
+        assert private_module in ([], ["_version"]), f"imports {module}"
+        assert name is None or not name.startswith("_") or name == "__version__", (
+            f"imports the private {module}.{name}"
+        )
+
+
+def test_the_top_level_names_resolve():
+    for name in vlad.__all__:
+        assert getattr(vlad, name) is not None
+    assert set(vlad.__all__) <= set(dir(vlad))
+
+
+def test_the_command_line_loads_no_heavy_or_optional_module():
+    """``python -X importtime -m vlad --help`` loads neither the benchmark
+    harness nor scikit-learn, OpenCV, numba, JAX or matplotlib."""
+    process = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "vlad", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Usage: vlad" in process.stdout
+    loaded = {
+        line.split("|")[-1].strip()
+        for line in process.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "vlad.cli.main" in loaded
+    for forbidden in ("benchmarks", "sklearn", "cv2", "numba", "jax", "matplotlib"):
+        found = sorted(
+            name for name in loaded
+            if name == forbidden or name.startswith(forbidden + ".")
+        )  # fmt: skip
+        assert not found, f"vlad --help loads {found[:3]}"

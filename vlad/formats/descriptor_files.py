@@ -1,0 +1,79 @@
+"""Descriptors given as a file instead of images: ``.npz`` sets or an ``.npy``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.formats.files import read_numpy_file
+
+__all__ = ["DESCRIPTOR_FILE_SUFFIXES", "descriptor_file_in", "read_descriptor_file"]
+
+#: Suffixes of the descriptor files that :func:`read_descriptor_file` reads.
+DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz")
+
+
+def descriptor_file_in(
+    inputs: str | os.PathLike | Sequence[str | os.PathLike],
+) -> Path | None:
+    """The descriptors file that ``inputs`` names, or None if they name images.
+
+    Examples
+    --------
+    >>> from vlad.formats.descriptor_files import descriptor_file_in
+    >>> descriptor_file_in("descriptors.npz"), descriptor_file_in("data")
+    (PosixPath('descriptors.npz'), None)
+    """
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    if len(paths) != 1:
+        return None
+    path = Path(paths[0])
+    if path.suffix.lower() in DESCRIPTOR_FILE_SUFFIXES and not path.is_dir():
+        return path
+    return None
+
+
+def read_descriptor_file(path: str | os.PathLike) -> DescriptorSets:
+    """Descriptor sets from a file.
+
+    Parameters
+    ----------
+    path : path-like
+        An ``.npz`` written by :meth:`vlad.DescriptorSets.save` (or ``vlad
+        extract``), or an ``.npy`` of shape (L, F) (one image) or (T, L, F)
+        (T images of L descriptors each).
+
+    Returns
+    -------
+    DescriptorSets
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A file that holds no descriptor sets (one line).
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".npz":
+        return DescriptorSets.load(path)
+    array = read_numpy_file(path, "descriptors file")
+    if not isinstance(array, np.ndarray):
+        raise ValueError(
+            f"{path} is not a descriptors file: an .npz archive named .npy"
+        )
+    if array.ndim == 2:
+        array = array[np.newaxis]
+    if array.ndim != 3:
+        raise ValueError(
+            f"{path} must hold descriptors of shape (L, F) or (T, L, F); "
+            f"got shape {array.shape}"
+        )
+    try:
+        return as_descriptor_sets(array)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path} holds no descriptor sets: {error}") from None
