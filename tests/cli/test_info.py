@@ -1,0 +1,21 @@
+"""``vlad info``."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import run
+
+
+def test_info_describes_each_kind_of_file(main_job, tmp_path, photo_sets):
+    folder, _, _ = main_job
+    photo_sets.save(tmp_path / "d.npz")
+    codebook = run("info", folder / "codebook.npz").stdout
+    assert "kind: codebook\n" in codebook and "n_clusters: 16\n" in codebook
+    descriptors = run("info", tmp_path / "d.npz").stdout
+    assert "kind: descriptor sets\n" in descriptors and "n_images: 8\n" in descriptors
+    vectors = run("info", folder / "v.npy").stdout
+    assert "kind: vectors\n" in vectors and "n_dimensions: 2048\n" in vectors
+    assert "  fingerprint: " in vectors and "skipped: none\n" in vectors
+    summary = json.loads(run("info", "--json", folder / "v.npy").stdout)
+    assert summary["n_images"] == 8 and summary["all_finite"] is True
