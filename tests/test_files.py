@@ -170,6 +170,8 @@ def test_record_archives_round_trip_and_check_their_format(tmp_path):
         ("not json", "is a damaged vlad thing file"),
         ('"a string"', "its metadata says format=None"),
         ("[1, 2]", "its metadata says format=None"),
+        ('{"format": "thing", "descriptor": "sift"}', "descriptor record is a str"),
+        ('{"format": "thing", "descriptor": [1]}', "descriptor record is a list"),
     ],
 )
 def test_record_archives_with_a_bad_record(tmp_path, metadata, message):

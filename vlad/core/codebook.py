@@ -92,12 +92,6 @@ class Codebook:
         arrays, metadata = read_record_archive(path, "codebook", ("centers",))
         for key in ("format", "format_version", "n_clusters", "n_features", "dtype"):
             metadata.pop(key, None)
-        descriptor = metadata.get("descriptor", {})
-        if not isinstance(descriptor, dict):
-            raise ValueError(
-                f"{path} holds an invalid codebook: its descriptor record is a "
-                f"{type(descriptor).__name__}, not a mapping"
-            )
         try:
             return cls(arrays["centers"], metadata)
         except (TypeError, ValueError) as error:

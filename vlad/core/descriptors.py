@@ -139,18 +139,12 @@ class DescriptorSets:
         arrays, metadata = read_record_archive(
             path, "descriptor sets", ("descriptors", "offsets", "names")
         )
-        descriptor = metadata.get("descriptor", {})
-        if not isinstance(descriptor, dict):
-            raise ValueError(
-                f"{path} holds inconsistent descriptor sets: its descriptor record "
-                f"is a {type(descriptor).__name__}, not a mapping"
-            )
         try:
             return cls(
                 arrays["descriptors"],
                 arrays["offsets"],
                 names=arrays["names"].tolist(),
-                metadata=descriptor,
+                metadata=metadata.get("descriptor", {}),
             )
         except (TypeError, ValueError) as error:
             raise ValueError(

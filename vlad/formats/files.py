@@ -259,8 +259,8 @@ def read_record_archive(
     FileNotFoundError
         No such file.
     ValueError
-        As :func:`read_numpy_file`, or a record that is not JSON or names
-        another format.
+        As :func:`read_numpy_file`, or a record that is not JSON, names another
+        format or holds a ``descriptor`` record that is not a mapping.
     """
     noun = f"vlad {kind} file"
     arrays = read_numpy_file(path, noun, members=("metadata", *required))
@@ -275,4 +275,10 @@ def read_record_archive(
     found = metadata.get("format") if isinstance(metadata, dict) else None
     if found != kind:
         raise ValueError(f"{path} is not a {noun}: its metadata says format={found!r}")
+    descriptor = metadata.get("descriptor", {})
+    if not isinstance(descriptor, dict):
+        raise ValueError(
+            f"{path} is a damaged {noun}: its descriptor record is a "
+            f"{type(descriptor).__name__}, not a mapping"
+        )
     return arrays, metadata
