@@ -6,9 +6,9 @@ in a child process that measures ``vlad.assign``, ``aggregate auto`` and
 the parent prints one Markdown table. This is what a user can set before
 starting Python; the library itself never sets them.
 
-Usage::
+Usage, from the root of a source checkout::
 
-    python benchmarks/threads.py [--size single|a|b|c] [--repeats N]
+    python -m benchmarks.threads [--size single|a|b|c] [--repeats N]
 """
 
 from __future__ import annotations
@@ -19,9 +19,17 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import vlad
-from vlad import benchmarking
+from benchmarks.measuring import Measurement, measure
+from benchmarks.tables import ENCODE_ROW, FLOOR, format_seconds, markdown_table
+from benchmarks.workloads import ESSAY_NORMALIZATION, WORKLOADS, make_problem
+
+__all__ = ["OPERATIONS", "SETTINGS", "main", "measure_in_this_process"]
+
+#: The source checkout that holds ``benchmarks/``; the children run there.
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 #: Settings compared, each a set of environment variables for the child.
 SETTINGS: dict[str, dict[str, str]] = {
@@ -30,12 +38,12 @@ SETTINGS: dict[str, dict[str, str]] = {
     "OPENBLAS_NUM_THREADS=1": {"OPENBLAS_NUM_THREADS": "1"},
     "OMP_WAIT_POLICY=passive": {"OMP_WAIT_POLICY": "passive"},
 }
-OPERATIONS = ("vlad.assign", "aggregate auto", benchmarking.ENCODE_ROW)
+OPERATIONS = ("vlad.assign", "aggregate auto", ENCODE_ROW)
 
 
 def measure_in_this_process(size: str, repeats: int) -> dict[str, list[float]]:
     """Seconds of each operation's timed calls, with no thread limit."""
-    problem = benchmarking.make_problem(benchmarking.WORKLOADS[size], threads=None)
+    problem = make_problem(WORKLOADS[size], threads=None)
     descriptors, centers = problem.descriptors, problem.centers
     functions = {
         "vlad.assign": functools.partial(vlad.assign, descriptors, centers),
@@ -46,18 +54,18 @@ def measure_in_this_process(size: str, repeats: int) -> dict[str, list[float]]:
             problem.offsets,
             centers,
         ),
-        benchmarking.ENCODE_ROW: functools.partial(
+        ENCODE_ROW: functools.partial(
             vlad.encode,
             problem.sets,
             centers,
-            **benchmarking.ESSAY_NORMALIZATION,
+            **ESSAY_NORMALIZATION,
         ),
     }
     return {
-        name: benchmarking.measure(
+        name: measure(
             name,
             function,
-            group=benchmarking.FLOOR,
+            group=FLOOR,
             repeats=repeats,
             threads=None,
             memory=False,
@@ -69,9 +77,7 @@ def measure_in_this_process(size: str, repeats: int) -> dict[str, list[float]]:
 def main(argv: list[str] | None = None) -> int:
     """Run every setting in a child process and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--size", choices=sorted(benchmarking.WORKLOADS), default="single"
-    )
+    parser.add_argument("--size", choices=sorted(WORKLOADS), default="single")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
@@ -81,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for label, variables in SETTINGS.items():
         child = subprocess.run(
-            [sys.executable, __file__, "--child", "--size", arguments.size]
-            + ["--repeats", str(arguments.repeats)],
+            [sys.executable, "-m", "benchmarks.threads", "--child"]
+            + ["--size", arguments.size, "--repeats", str(arguments.repeats)],
+            cwd=CHECKOUT,
             env={**os.environ, **variables},
             capture_output=True,
             text=True,
@@ -91,16 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         times = json.loads(child.stdout)
         cells = [label]
         for name in OPERATIONS:
-            row = benchmarking.Measurement(name, benchmarking.FLOOR, times=times[name])
-            cells.append(
-                f"{benchmarking.format_seconds(row.median)} / "
-                f"{benchmarking.format_seconds(row.minimum)}"
-            )
+            row = Measurement(name, FLOOR, times=times[name])
+            median, minimum = format_seconds(row.median), format_seconds(row.minimum)
+            cells.append(f"{median} / {minimum}")
         rows.append(cells)
     header = ["environment", *(f"{name} median / min" for name in OPERATIONS)]
-    workload = benchmarking.WORKLOADS[arguments.size]
+    workload = WORKLOADS[arguments.size]
     print(f"### Thread settings: workload {arguments.size}: {workload.describe()}\n")
-    print(benchmarking.markdown_table(header, rows, "l" + "r" * len(OPERATIONS)))
+    print(markdown_table(header, rows, "l" + "r" * len(OPERATIONS)))
     return 0
 
 

@@ -1,25 +1,18 @@
 """Tests of the benchmark harness, at tiny sizes (no speed is asserted here)."""
 
-import json
 import time
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from numpy.testing import assert_allclose
 
 import vlad
-from vlad import benchmarking, essay
-from vlad.benchmarking import (
-    AGGREGATION_FLOOR,
-    ASSIGNMENT_FLOOR,
-    ENCODE_ROW,
-    ESSAY_METHODS,
-    Measurement,
-    Table,
-    Workload,
-)
-from vlad.cli.main import main
+from benchmarks import essay, measuring, report, suites, tables, targets, workloads
+from benchmarks.essay import ESSAY_METHODS
+from benchmarks.latency import SCATTER_KERNELS, benchmark_latency
+from benchmarks.measuring import Measurement
+from benchmarks.tables import AGGREGATION_FLOOR, ASSIGNMENT_FLOOR, ENCODE_ROW, Table
+from benchmarks.workloads import Workload
 
 TINY = {
     "float64": Workload("tiny64", 5, 30, 6, 3, dtype="float64", kind="gaussian"),
@@ -32,23 +25,23 @@ TINY_SINGLE = Workload("single", 1, 60, 8, 4)
 def exact_repeats():
     """Tiny operations repeat exactly ``repeats`` times here (no autorange)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(benchmarking, "MIN_SECONDS", 0.0)
+        patch.setattr(measuring, "MIN_SECONDS", 0.0)
         yield
 
 
 @pytest.fixture(scope="module", params=sorted(TINY))
 def problem(request):
-    return benchmarking.make_problem(TINY[request.param])
+    return workloads.make_problem(TINY[request.param])
 
 
 @pytest.fixture(scope="module")
 def table(problem):
-    return benchmarking.benchmark_workload(problem, repeats=2)
+    return suites.benchmark_workload(problem, repeats=2)
 
 
 @pytest.fixture(scope="module")
 def single():
-    return benchmarking.make_problem(TINY_SINGLE)
+    return workloads.make_problem(TINY_SINGLE)
 
 
 def row_names(workload_table):
@@ -107,7 +100,7 @@ def test_optvec_is_wrong_when_the_first_segment_is_empty(problem):
 
 def test_reference_residuals_match_the_loop_oracle(problem):
     arguments = (problem.descriptors, problem.labels, problem.offsets, problem.centers)
-    reference = benchmarking.reference_residuals(*arguments)
+    reference = workloads.reference_residuals(*arguments)
     assert reference.dtype == np.float64
     assert_allclose(
         reference, vlad.AGGREGATORS["loop"](*arguments), rtol=1e-5, atol=1e-3
@@ -115,8 +108,8 @@ def test_reference_residuals_match_the_loop_oracle(problem):
 
 
 def test_relative_error_by_hand():
-    assert benchmarking.relative_error([1.0, 2.0], np.array([1.0, 4.0])) == 0.5
-    assert benchmarking.relative_error(np.zeros((2, 2)), np.zeros(4)) == 0.0
+    assert measuring.relative_error([1.0, 2.0], np.array([1.0, 4.0])) == 0.5
+    assert measuring.relative_error(np.zeros((2, 2)), np.zeros(4)) == 0.0
 
 
 # -- the harness ---------------------------------------------------------------
@@ -129,7 +122,7 @@ def test_measure_calls_warm_up_traced_then_timed():
         calls.append(1)
         return np.ones(1 << 20)
 
-    measurement = benchmarking.measure(
+    measurement = measuring.measure(
         "ones", allocate, group="floor", repeats=4, reference=np.full(1 << 20, 2.0)
     )
     assert len(calls) == 1 + 1 + 4
@@ -141,32 +134,32 @@ def test_measure_calls_warm_up_traced_then_timed():
 
 
 def test_time_calls_repeats_fast_calls_until_they_add_up(monkeypatch):
-    monkeypatch.setattr(benchmarking, "MIN_SECONDS", 0.25)
-    times = benchmarking.time_calls(lambda: None, repeats=2)
-    assert len(times) == benchmarking.MAX_REPEATS
-    slow = benchmarking.time_calls(lambda: time.sleep(0.2), repeats=2)
+    monkeypatch.setattr(measuring, "MIN_SECONDS", 0.25)
+    times = measuring.time_calls(lambda: None, repeats=2)
+    assert len(times) == measuring.MAX_REPEATS
+    slow = measuring.time_calls(lambda: time.sleep(0.2), repeats=2)
     assert len(slow) == 2
 
 
 def test_time_calls_stops_once_the_budget_is_spent():
-    times = benchmarking.time_calls(
+    times = measuring.time_calls(
         lambda: time.sleep(0.01), repeats=100, max_seconds=0.02
     )
-    assert benchmarking.MIN_REPEATS <= len(times) < 10
+    assert measuring.MIN_REPEATS <= len(times) < 10
     assert min(times) >= 0.01
 
 
 def test_peak_allocation_ignores_existing_arrays():
     existing = np.ones(1 << 21)
-    assert benchmarking.peak_allocation(lambda: existing.sum()) < 1 << 16
-    assert benchmarking.peak_allocation(lambda: existing * 2) >= existing.nbytes
+    assert measuring.peak_allocation(lambda: existing.sum()) < 1 << 16
+    assert measuring.peak_allocation(lambda: existing * 2) >= existing.nbytes
 
 
 def test_limit_threads_limits_and_restores():
     from threadpoolctl import threadpool_info
 
     before = [pool["num_threads"] for pool in threadpool_info()]
-    with benchmarking.limit_threads(1):
+    with measuring.limit_threads(1):
         assert all(pool["num_threads"] == 1 for pool in threadpool_info())
     assert [pool["num_threads"] for pool in threadpool_info()] == before
 
@@ -175,7 +168,7 @@ def test_a_failing_method_is_recorded_not_raised():
     def broken():
         raise ValueError("no luck")
 
-    row = benchmarking._measure_or_record(
+    row = measuring.measure_or_record(
         "essay broken", broken, skipped=None, group="essay"
     )
     assert row.times == []
@@ -222,7 +215,7 @@ def test_workload_table_compares_rows_with_their_floors(table):
 
 
 def test_format_table_is_markdown_with_every_row(table):
-    text = benchmarking.format_table(table)
+    text = tables.format_table(table)
     lines = [line for line in text.splitlines() if line.startswith("|")]
     assert len(lines) == 2 + len(table.rows)
     assert len({line.count("|") for line in lines}) == 1
@@ -233,38 +226,38 @@ def test_format_table_is_markdown_with_every_row(table):
 
 
 def test_skip_reasons_at_the_issue_sizes():
-    b, a = benchmarking.WORKLOADS["b"], benchmarking.WORKLOADS["a"]
-    limit = benchmarking.MEMORY_LIMIT_BYTES
-    assert benchmarking.skip_reason(
-        "aggregate masked", b, memory_limit=limit
-    ).startswith("skipped (slow)")
+    b, a = workloads.WORKLOADS["b"], workloads.WORKLOADS["a"]
+    limit = workloads.MEMORY_LIMIT_BYTES
+    assert workloads.skip_reason("aggregate masked", b, memory_limit=limit).startswith(
+        "skipped (slow)"
+    )
     assert (
-        benchmarking.skip_reason("aggregate masked", b, slow=True, memory_limit=limit)
+        workloads.skip_reason("aggregate masked", b, slow=True, memory_limit=limit)
         is None
     )
-    assert benchmarking.skip_reason("aggregate loop", b, memory_limit=limit) is None
-    assert benchmarking.skip_reason(
+    assert workloads.skip_reason("aggregate loop", b, memory_limit=limit) is None
+    assert workloads.skip_reason(
         "essay naivec", b, slow=True, memory_limit=limit
     ).startswith("skipped (memory)")
     for name in ("aggregate masked", "aggregate loop", "essay naivec"):
-        assert benchmarking.skip_reason(name, a, memory_limit=limit) is None
+        assert workloads.skip_reason(name, a, memory_limit=limit) is None
 
 
 def test_skipped_rows_say_why(problem, monkeypatch):
-    monkeypatch.setattr(benchmarking, "MASKED_MAX_ELEMENTS", 0)
-    workload_table = benchmarking.benchmark_workload(problem, repeats=1, memory_limit=0)
+    monkeypatch.setattr(workloads, "MASKED_MAX_ELEMENTS", 0)
+    workload_table = suites.benchmark_workload(problem, repeats=1, memory_limit=0)
     masked = workload_table.row("aggregate masked")
     assert masked.times == [] and masked.skipped.startswith("skipped (slow)")
     assert workload_table.row("essay naivec").skipped.startswith("skipped (memory)")
     assert workload_table.ratio(masked) is None
-    assert "skipped (slow)" in benchmarking.format_table(workload_table)
+    assert "skipped (slow)" in tables.format_table(workload_table)
 
 
 def test_latency_table_compares_encode_with_the_bare_kernels(single):
-    latency = benchmarking.benchmark_latency(single, repeats=2)
+    latency = benchmark_latency(single, repeats=2)
     encoded = latency.row("vlad.encode([x], codebook)")
     scatters = [m for m in latency.rows if m.name.startswith("scatter-add")]
-    assert len(scatters) == len(benchmarking.SCATTER_KERNELS)
+    assert len(scatters) == len(SCATTER_KERNELS)
     fastest = min(scatters, key=lambda m: m.median)
     bare = (
         latency.rows[0].median
@@ -278,7 +271,7 @@ def test_latency_table_compares_encode_with_the_bare_kernels(single):
 
 
 def test_thread_study_compares_with_the_first_row(single):
-    study = benchmarking.benchmark_threads(single, thread_counts=(1, 2), repeats=2)
+    study = suites.benchmark_threads(single, thread_counts=(1, 2), repeats=2)
     assert row_names(study) == [
         f"{ASSIGNMENT_FLOOR} [BLAS 1 thread]",
         f"{ASSIGNMENT_FLOOR} [BLAS 2 threads]",
@@ -294,8 +287,9 @@ def test_thread_study_compares_with_the_first_row(single):
     assert study.ratio(workers) == pytest.approx(workers.median / one.median)
 
 
+@pytest.mark.slow
 def test_sweep_reports_ns_per_descriptor(tmp_path):
-    sweep = benchmarking.benchmark_sweep(
+    sweep = suites.benchmark_sweep(
         (40, 80), n_descriptors=20, n_features=8, n_clusters=4, repeats=2
     )
     assert sweep.rows == [40, 80]
@@ -310,11 +304,11 @@ def test_sweep_reports_ns_per_descriptor(tmp_path):
         if name not in ("auto", AGGREGATION_FLOOR)
     )
     assert sweep.auto_over_best()[1] == pytest.approx(numba_or_sparse.median / best)
-    text = benchmarking.format_sweep(sweep)
+    text = tables.format_sweep(sweep)
     assert "N=40" in text and "auto / best" in text
     pytest.importorskip("matplotlib")
     path = tmp_path / "sweep.png"
-    benchmarking.plot_sweep(sweep, path)
+    report.plot_sweep(sweep, path)
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
@@ -325,7 +319,7 @@ def fabricated_table():
     def row(name, group, times, baseline=(), **fields):
         return Measurement(name, group, baseline, times=times, **fields)
 
-    end_to_end = benchmarking.END_TO_END_FLOOR
+    end_to_end = tables.END_TO_END_FLOOR
     return Table(
         "b",
         "fabricated",
@@ -339,8 +333,8 @@ def fabricated_table():
                 "aggregate",
                 [3.0],
                 (AGGREGATION_FLOOR,),
-                peak_bytes=300 * benchmarking.MIB,
-                output_bytes=32 * benchmarking.MIB,
+                peak_bytes=300 * workloads.MIB,
+                output_bytes=32 * workloads.MIB,
                 error=2e-5,
             ),
             row("essay truvec", "essay", [20.0], end_to_end),
@@ -350,8 +344,8 @@ def fabricated_table():
                 "encode",
                 [2.0],
                 end_to_end,
-                peak_bytes=40 * benchmarking.MIB,
-                output_bytes=32 * benchmarking.MIB,
+                peak_bytes=40 * workloads.MIB,
+                output_bytes=32 * workloads.MIB,
             ),
         ],
     )
@@ -367,7 +361,7 @@ def test_ratios_by_hand():
 
 
 def test_targets_by_hand():
-    checks = benchmarking.check_targets({"b": fabricated_table()})
+    checks = targets.check_targets({"b": fabricated_table()})
     assert [(check.number, check.passed) for check in checks] == [
         (1, False),  # auto 6 / floor 2
         (2, True),  # encode 2 / floors 6
@@ -381,53 +375,28 @@ def test_targets_by_hand():
     assert checks[2].ratio == 5.0
     assert checks[3].ratio == pytest.approx(8 / 256)
     assert checks[6].ratio == pytest.approx(2.0)
-    text = benchmarking.format_targets(checks)
+    text = targets.format_targets(checks)
     assert "FAIL" in text and "pass" in text and "not measured" in text
 
 
 def test_parse_sizes():
-    assert benchmarking.parse_sizes("all") == list(benchmarking.SIZES)
-    assert benchmarking.parse_sizes(["b", "a", "b"]) == ["b", "a"]
+    assert workloads.parse_sizes("all") == list(workloads.SIZES)
+    assert workloads.parse_sizes(["b", "a", "b"]) == ["b", "a"]
     with pytest.raises(ValueError, match="Unknown size 'd'"):
-        benchmarking.parse_sizes("d")
+        workloads.parse_sizes("d")
 
 
 def test_format_seconds():
-    assert benchmarking.format_seconds(2.5) == "2.5 s"
-    assert benchmarking.format_seconds(0.0123) == "12.3 ms"
-    assert benchmarking.format_seconds(4.2e-6) == "4.2 us"
-    assert benchmarking.format_seconds(None) == ""
+    assert tables.format_seconds(2.5) == "2.5 s"
+    assert tables.format_seconds(0.0123) == "12.3 ms"
+    assert tables.format_seconds(4.2e-6) == "4.2 us"
+    assert tables.format_seconds(None) == ""
 
 
 def test_machine_info_names_the_cpu_and_blas():
-    info = benchmarking.machine_info()
+    info = report.machine_info()
     assert info["cpu"] and info["logical_cpus"] >= 1
+    assert info["memory_bytes"] > 1 << 20
     assert info["versions"]["numpy"] == np.__version__
     assert any("blas" in pool for pool in info["thread_pools"])
-    assert "### Machine" in benchmarking.format_machine(info)
-
-
-@pytest.mark.slow
-def test_vlad_bench_prints_tables_and_writes_json(monkeypatch, tmp_path):
-    monkeypatch.setitem(benchmarking.WORKLOADS, "single", TINY_SINGLE)
-    monkeypatch.setitem(benchmarking.WORKLOADS, "b", TINY["float32"])
-    path = tmp_path / "results.json"
-    arguments = ["bench", "--size", "single", "--size", "b", "--repeats", "1"]
-    result = CliRunner().invoke(main, [*arguments, "--json", str(path)])
-    assert result.exit_code == 0, result.output
-    printed = result.stdout
-    for title in ("### Machine", "Workload single", "Single-image latency", "threads"):
-        assert title in printed
-    assert "### Targets" in printed
-    report = json.loads(path.read_text())
-    assert set(report["tables"]) == {"single", "single latency", "b", "threads tiny32"}
-    assert {check["number"] for check in report["targets"]} >= {1, 2, 3, 4, 5, 7}
-
-
-def test_vlad_bench_refuses_to_replace_outputs(tmp_path):
-    path = tmp_path / "results.json"
-    path.write_text("{}")
-    result = CliRunner().invoke(main, ["bench", "--size", "a", "--json", str(path)])
-    assert result.exit_code == 1
-    assert "already exists; pass --overwrite" in result.output
-    assert path.read_text() == "{}"
+    assert "### Machine" in tables.format_machine(info)

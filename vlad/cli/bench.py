@@ -1,21 +1,86 @@
-"""``vlad bench``: the benchmark tables on this machine."""
+"""``vlad bench``: the benchmark tables on this machine.
+
+The benchmark harness is the ``benchmarks`` package of a source checkout, beside
+``vlad/``; it is not installed with vlad. The command's options are defined
+here without it, so that loading the command line imports none of it;
+:func:`load_harness` imports it when the command runs.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import click
 
-from vlad import benchmarking
+import vlad
 from vlad.cli.options import overwrite_option
 from vlad.cli.reporting import check_outputs, library_errors
+
+__all__ = ["MISSING_HARNESS", "bench", "load_harness", "source_checkout"]
+
+#: What ``--size`` accepts: ``benchmarks.workloads.SIZES`` and ``all``.
+SIZE_CHOICES = ("a", "single", "b", "c", "sweep", "all")
+#: The default ``--max-seconds``: ``benchmarks.measuring.MAX_SECONDS``.
+MAX_SECONDS = 20.0
+
+MISSING_HARNESS = (
+    "vlad bench runs the benchmark harness of a source checkout (benchmarks/ "
+    "beside vlad/); clone the repository and install it with pip install -e ."
+)
+
+
+def source_checkout() -> Path:
+    """The folder that holds the ``vlad`` package: a source checkout's root when
+    vlad was installed with ``pip install -e .``, site-packages otherwise."""
+    return Path(vlad.__file__).resolve().parents[1]
+
+
+def load_harness(checkout: str | Path | None = None) -> ModuleType:
+    """Import the benchmark harness of the source checkout beside ``vlad/``.
+
+    Parameters
+    ----------
+    checkout : path-like, optional
+        The folder that holds ``benchmarks/``; by default
+        :func:`source_checkout`. It is put first on ``sys.path`` unless it is
+        there already.
+
+    Returns
+    -------
+    module
+        ``benchmarks.report``, whose ``run_benchmarks`` and ``write_json`` the
+        command calls.
+
+    Raises
+    ------
+    click.ClickException
+        There is no ``benchmarks/`` package in ``checkout`` (vlad installed
+        from a wheel), or ``import benchmarks`` finds another package.
+    """
+    root = (source_checkout() if checkout is None else Path(checkout)).resolve()
+    folder = root / "benchmarks"
+    if not (folder / "__init__.py").is_file():
+        raise click.ClickException(MISSING_HARNESS)
+    if not any(Path(entry or ".").resolve() == root for entry in sys.path):
+        sys.path.insert(0, str(root))
+    package = importlib.import_module("benchmarks")
+    found = Path(package.__file__ or ".").resolve().parent
+    if found != folder:
+        raise click.ClickException(
+            f"vlad bench needs the benchmark harness in {folder}, but "
+            f"'import benchmarks' found {found}; run it from another folder."
+        )
+    return importlib.import_module("benchmarks.report")
 
 
 @click.command(short_help="Time every aggregator and encode on this machine.")
 @click.option(
     "--size",
     "sizes",
-    type=click.Choice([*benchmarking.SIZES, "all"]),
+    type=click.Choice(SIZE_CHOICES),
     multiple=True,
     default=["all"],
     show_default=True,
@@ -39,7 +104,7 @@ from vlad.cli.reporting import check_outputs, library_errors
 @click.option(
     "--max-seconds",
     type=click.FloatRange(min=0, min_open=True),
-    default=benchmarking.MAX_SECONDS,
+    default=MAX_SECONDS,
     show_default=True,
     help="Stop repeating a measurement (after 3 calls) once it took this long.",
 )
@@ -75,15 +140,16 @@ def bench(
     Workloads: a (the essay's: 256 x 128 x 64, K=16), b (1000 x 1000 x 128,
     K=64), c (200 x 2000 x 128, K=256), single (one image, latency), sweep
     (1e4 to 4e6 descriptors). "all" takes about 10 minutes on two cores and
-    about 6 GB of memory.
+    about 6 GB of memory. Needs a source checkout (benchmarks/ beside vlad/).
 
     \b
     Example:
         vlad bench --size a --size single
     """
     check_outputs([path for path in (plot, json_path) if path is not None], overwrite)
+    harness = load_harness()
     with library_errors():
-        report = benchmarking.run_benchmarks(
+        report = harness.run_benchmarks(
             list(sizes),
             repeats=repeats,
             threads=threads or None,
@@ -93,5 +159,5 @@ def bench(
             echo=click.echo,
         )
         if json_path is not None:
-            benchmarking.write_json(report, json_path)
+            harness.write_json(report, json_path)
             click.echo(f"Results written to {json_path}", err=True)

@@ -3,8 +3,13 @@
 V. Feinberg, "Scatter Reduction (Numpy Gems, Part 5)", 2021: only reformatted,
 with the essay's names. Each takes a fitted scikit-learn k-means and a
 ``(T, L, F)`` array and returns ``(T, K * F)`` vectors (signed square root,
-then L2). :mod:`vlad.benchmarking` times them against vlad; they are not part
-of the library's API.
+then L2). :mod:`benchmarks.suites` times them against vlad; they are not part
+of the library.
+
+References
+----------
+.. [1] V. Feinberg. "Scatter Reduction (Numpy Gems, Part 5)". 2021.
+   https://vladfeinberg.com/2021/09/15/scatter-reduction.html
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+__all__ = ["ESSAY_METHODS", "looping", "naivec", "optvec", "truvec"]
 
 
 def looping(kmeans, local_tlf):

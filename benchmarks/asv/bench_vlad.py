@@ -1,11 +1,12 @@
 """asv benchmarks: floors, aggregators, the essay's methods and encode.
 
-Each class builds its data in ``setup`` (:func:`vlad.benchmarking.make_problem`,
-seeded ``np.random.default_rng(0)``), each ``time_*``/``peakmem_*`` method does
-one operation, and BLAS/OpenMP/numba run on one thread (as in
-``benchmarks/run.py``). Workloads ``b`` and ``c`` (hundreds of MiB) run only
-with ``VLAD_BENCH_HUGE=1``. Run with ``asv run --python=same`` from
-``benchmarks/``.
+Each class builds its data in ``setup``
+(:func:`benchmarks.workloads.make_problem`, seeded
+``np.random.default_rng(0)``), each ``time_*``/``peakmem_*`` method does one
+operation, and BLAS/OpenMP run on one thread (as in ``vlad bench``).
+Workloads ``b`` and ``c`` (hundreds of MiB) run only with
+``VLAD_BENCH_HUGE=1``. Run with ``asv run --python=same`` from ``benchmarks/``
+(where ``asv.conf.json`` points asv at this folder, ``benchmarks/asv/``).
 """
 
 import contextlib
@@ -15,7 +16,17 @@ import os
 import numpy as np
 
 import vlad
-from vlad import benchmarking
+from benchmarks.essay import ESSAY_METHODS
+from benchmarks.measuring import limit_threads
+from benchmarks.workloads import (
+    ESSAY_NORMALIZATION,
+    MEMORY_LIMIT_BYTES,
+    WORKLOADS,
+    make_problem,
+    skip_reason,
+)
+
+__all__ = ["Aggregate", "Encode", "Essay", "Floors"]
 
 HUGE = os.environ.get("VLAD_BENCH_HUGE") == "1"
 WORKLOAD_NAMES = ["single", "a", *(["b", "c"] if HUGE else [])]
@@ -27,19 +38,17 @@ class _Benchmark:
     timeout = 600
 
     def setup(self, workload, *_):
-        self.problem = benchmarking.make_problem(benchmarking.WORKLOADS[workload])
+        self.problem = make_problem(WORKLOADS[workload])
         self._limits = contextlib.ExitStack()
-        self._limits.enter_context(benchmarking.limit_threads(1))
+        self._limits.enter_context(limit_threads(1))
 
     def teardown(self, *_):
         self._limits.close()
 
     def skip_if_slow(self, row):
         """Raise asv's skip (NotImplementedError) where the runner skips ``row``."""
-        reason = benchmarking.skip_reason(
-            row,
-            self.problem.workload,
-            memory_limit=benchmarking.MEMORY_LIMIT_BYTES,
+        reason = skip_reason(
+            row, self.problem.workload, memory_limit=MEMORY_LIMIT_BYTES
         )
         if reason is not None:
             raise NotImplementedError(reason)
@@ -81,14 +90,14 @@ class Aggregate(_Benchmark):
 
 
 class Essay(_Benchmark):
-    params = [WORKLOAD_NAMES, list(benchmarking.ESSAY_METHODS)]
+    params = [WORKLOAD_NAMES, list(ESSAY_METHODS)]
     param_names = ["workload", "method"]
 
     def setup(self, workload, method):
         super().setup(workload)
         self.skip_if_slow(f"essay {method}")
         self.encode = functools.partial(
-            benchmarking.ESSAY_METHODS[method],
+            ESSAY_METHODS[method],
             self.problem.kmeans,
             self.problem.images(),
         )
@@ -107,7 +116,7 @@ class Encode(_Benchmark):
             vlad.encode,
             self.problem.sets,
             self.problem.centers,
-            **benchmarking.ESSAY_NORMALIZATION,
+            **ESSAY_NORMALIZATION,
         )
         self.encode()
 

@@ -1,1 +1,0 @@
-"""asv benchmarks of vlad; the workloads and methods come from vlad.benchmarking."""

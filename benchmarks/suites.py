@@ -1,0 +1,351 @@
+"""The benchmarks: one table per workload, the sweep, and the thread study.
+
+- :func:`benchmark_workload`: every aggregator (labels given), the essay's
+  four methods, :func:`vlad.assign` and :func:`vlad.encode` beside the
+  aggregation and assignment floors;
+- :func:`benchmark_sweep`: the aggregation time of every aggregator against
+  the number of descriptors;
+- :func:`benchmark_threads`: the product, assignment and encoding under each
+  BLAS thread limit.
+
+The single-image latency table is :func:`benchmarks.latency.benchmark_latency`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+
+from benchmarks.essay import ESSAY_METHODS
+from benchmarks.measuring import MAX_SECONDS, Measurement, measure, measure_or_record
+from benchmarks.tables import (
+    AGGREGATE,
+    AGGREGATION_FLOOR,
+    ASSIGN,
+    ASSIGNMENT_FLOOR,
+    ENCODE,
+    ENCODE_ROW,
+    END_TO_END_FLOOR,
+    ESSAY,
+    FLOOR,
+    Sweep,
+    Table,
+)
+from benchmarks.workloads import (
+    ESSAY_NORMALIZATION,
+    MEMORY_LIMIT_BYTES,
+    SWEEP_ROWS,
+    SWEEP_SHAPE,
+    Problem,
+    Workload,
+    make_problem,
+    reference_residuals,
+    skip_reason,
+)
+from vlad.core.aggregators import AGGREGATORS, available_aggregators, choose_aggregator
+from vlad.core.assignment import assign
+from vlad.core.encoding import encode
+from vlad.core.normalization import normalize
+
+__all__ = [
+    "COLUMNS_NOTE",
+    "benchmark_sweep",
+    "benchmark_threads",
+    "benchmark_workload",
+    "settings_note",
+]
+
+
+def benchmark_workload(
+    problem: Problem,
+    *,
+    repeats: int = 5,
+    threads: int | None = 1,
+    slow: bool = False,
+    memory_limit: int = MEMORY_LIMIT_BYTES,
+    max_seconds: float = MAX_SECONDS,
+) -> Table:
+    """Every method on one workload, beside the two floors.
+
+    Rows: the aggregation and assignment floors; :func:`vlad.assign`; every
+    available aggregator, called directly from :data:`vlad.AGGREGATORS` with
+    the labels (aggregation alone); the essay's four methods end to end; and
+    :func:`vlad.encode` end to end with the essay's normalisation.
+
+    Parameters
+    ----------
+    problem : Problem
+    repeats : int, default=5
+    threads : int or None, default=1
+        See :func:`benchmarks.measuring.limit_threads`.
+    slow : bool, default=False
+        Also run ``masked`` and ``loop`` where they are slow.
+    memory_limit : int, default=MEMORY_LIMIT_BYTES
+        See :func:`benchmarks.workloads.skip_reason`.
+    max_seconds : float, default=MAX_SECONDS
+        See :func:`benchmarks.measuring.time_calls`.
+
+    Returns
+    -------
+    Table
+    """
+    workload = problem.workload
+    descriptors, labels = problem.descriptors, problem.labels
+    offsets, centers = problem.offsets, problem.centers
+    options = {"repeats": repeats, "threads": threads, "max_seconds": max_seconds}
+    residuals = reference_residuals(descriptors, labels, offsets, centers)
+    vectors = normalize(residuals, **ESSAY_NORMALIZATION)
+    rows = [
+        measure(
+            AGGREGATION_FLOOR,
+            functools.partial(np.add.reduce, descriptors, axis=0),
+            group=FLOOR,
+            baseline=(AGGREGATION_FLOOR,),
+            **options,
+        ),
+        measure(
+            ASSIGNMENT_FLOOR,
+            functools.partial(np.matmul, descriptors, centers.T),
+            group=FLOOR,
+            baseline=(ASSIGNMENT_FLOOR,),
+            **options,
+        ),
+        measure(
+            "vlad.assign",
+            functools.partial(assign, descriptors, centers),
+            group=ASSIGN,
+            baseline=(ASSIGNMENT_FLOOR,),
+            **options,
+        ),
+    ]
+    for name in available_aggregators():
+        row = f"aggregate {name}"
+        rows.append(
+            measure_or_record(
+                row,
+                functools.partial(
+                    AGGREGATORS[name], descriptors, labels, offsets, centers
+                ),
+                skipped=skip_reason(
+                    row, workload, slow=slow, memory_limit=memory_limit
+                ),
+                group=AGGREGATE,
+                baseline=(AGGREGATION_FLOOR,),
+                reference=residuals,
+                **options,
+            )
+        )
+    images = problem.images()
+    for name, method in ESSAY_METHODS.items():
+        row = f"essay {name}"
+        rows.append(
+            measure_or_record(
+                row,
+                functools.partial(method, problem.kmeans, images),
+                skipped=skip_reason(
+                    row, workload, slow=slow, memory_limit=memory_limit
+                ),
+                group=ESSAY,
+                baseline=END_TO_END_FLOOR,
+                reference=vectors,
+                **options,
+            )
+        )
+    rows.append(
+        measure(
+            ENCODE_ROW,
+            functools.partial(encode, problem.sets, centers, **ESSAY_NORMALIZATION),
+            group=ENCODE,
+            baseline=END_TO_END_FLOOR,
+            reference=vectors,
+            **options,
+        )
+    )
+    auto = choose_aggregator(descriptors.shape[0], *centers.shape)
+    notes = [
+        f"`aggregate auto` chose `{auto}`.",
+        settings_note(threads, repeats),
+        COLUMNS_NOTE,
+    ]
+    return Table(
+        workload.name, f"Workload {workload.name}: {workload.describe()}", rows, notes
+    )
+
+
+def settings_note(threads: int | None, repeats: int) -> str:
+    """The note that says how a table was measured."""
+    limit = "no thread limit" if threads is None else f"{threads} thread(s)"
+    return (
+        f"{limit} for BLAS and OpenMP (vlad's own workers: every core); median "
+        f"and min of up to {repeats} calls after a warm-up call."
+    )
+
+
+#: How to read the columns of a workload table.
+COLUMNS_NOTE = (
+    "Aggregators are timed alone (labels given); `vlad.assign`, the essay's "
+    "methods and `vlad.encode` end to end (essay rows include "
+    "`MiniBatchKMeans.predict`). x floor: median over the median of the "
+    "relevant floor (assignment + aggregation for end-to-end rows). "
+    "peak MiB: largest NumPy allocation during one call, output included, "
+    "input not. rel. error: max |result - float64 reference| / max |reference|."
+)
+
+
+def benchmark_sweep(
+    rows: Sequence[int] = SWEEP_ROWS,
+    *,
+    n_descriptors: int = SWEEP_SHAPE["n_descriptors"],
+    n_features: int = SWEEP_SHAPE["n_features"],
+    n_clusters: int = SWEEP_SHAPE["n_clusters"],
+    repeats: int = 5,
+    threads: int | None = 1,
+    slow: bool = False,
+    max_seconds: float = MAX_SECONDS,
+) -> Sweep:
+    """Time the aggregation floor and every aggregator at each N in ``rows``.
+
+    The data of the largest N is built once (float32, SIFT-like) and each point
+    uses its first ``N // n_descriptors`` images. Peak memory is not traced.
+
+    Parameters
+    ----------
+    rows : sequence of int, default=SWEEP_ROWS
+    n_descriptors, n_features, n_clusters : int
+        L, F and K.
+    repeats, threads, slow, max_seconds
+        As in :func:`benchmark_workload`.
+
+    Returns
+    -------
+    Sweep
+    """
+    n_images = [max(1, n_rows // n_descriptors) for n_rows in rows]
+    largest = make_problem(
+        Workload("sweep", max(n_images), n_descriptors, n_features, n_clusters),
+        threads=threads,
+    )
+    options = {
+        "repeats": repeats,
+        "threads": threads,
+        "max_seconds": max_seconds,
+        "memory": False,
+    }
+    names = [AGGREGATION_FLOOR, *available_aggregators()]
+    measurements: dict[str, list[Measurement]] = {name: [] for name in names}
+    for count in n_images:
+        problem = largest.head(count)
+        arguments = (problem.descriptors, problem.labels, problem.offsets)
+        measurements[AGGREGATION_FLOOR].append(
+            measure(
+                AGGREGATION_FLOOR,
+                functools.partial(np.add.reduce, problem.descriptors, axis=0),
+                group=FLOOR,
+                **options,
+            )
+        )
+        for name in names[1:]:
+            measurements[name].append(
+                measure_or_record(
+                    name,
+                    functools.partial(AGGREGATORS[name], *arguments, problem.centers),
+                    skipped=skip_reason(
+                        f"aggregate {name}",
+                        problem.workload,
+                        slow=slow,
+                        memory_limit=MEMORY_LIMIT_BYTES,
+                    ),
+                    group=AGGREGATE,
+                    **options,
+                )
+            )
+    shape = f"F={n_features}, K={n_clusters}, L={n_descriptors} per image"
+    notes = [
+        f"{shape}, float32 SIFT-like; median ns per descriptor of the "
+        "aggregation alone. `auto` runs the aggregator it chooses, so auto / best "
+        "is its dispatch overhead plus timing noise.",
+        settings_note(threads, repeats),
+    ]
+    rows = [count * n_descriptors for count in n_images]
+    return Sweep(rows, measurements, shape, notes)
+
+
+def benchmark_threads(
+    problem: Problem,
+    *,
+    thread_counts: Sequence[int] = (1, 2),
+    repeats: int = 5,
+    max_seconds: float = MAX_SECONDS,
+) -> Table:
+    """Time the product, assignment and encoding under each BLAS thread limit.
+
+    ``vlad.assign`` runs both with one worker (``n_jobs=1``, so the BLAS limit
+    decides) and with one worker per thread count; ``vlad.encode`` uses every
+    core for its own workers whatever the BLAS limit. Each row is compared
+    with the same operation's first row.
+
+    Parameters
+    ----------
+    problem : Problem
+    thread_counts : sequence of int, default=(1, 2)
+    repeats, max_seconds
+        As in :func:`benchmark_workload`.
+
+    Returns
+    -------
+    Table
+    """
+    descriptors, centers = problem.descriptors, problem.centers
+    product = functools.partial(np.matmul, descriptors, centers.T)
+    encoded = functools.partial(encode, problem.sets, centers, **ESSAY_NORMALIZATION)
+
+    def assigned(n_jobs: int):
+        return functools.partial(assign, descriptors, centers, n_jobs=n_jobs)
+
+    def blas(count: int) -> str:
+        return f"BLAS {count} thread{'s' if count > 1 else ''}"
+
+    plan = [
+        *((ASSIGNMENT_FLOOR, blas(n), n, product) for n in thread_counts),
+        *(
+            ("vlad.assign", f"n_jobs=1, {blas(n)}", n, assigned(1))
+            for n in thread_counts
+        ),
+        *(
+            ("vlad.assign", f"n_jobs={n}, BLAS 1 thread each", 1, assigned(n))
+            for n in thread_counts
+            if n > 1
+        ),
+        *((ENCODE_ROW, blas(n), n, encoded) for n in thread_counts),
+    ]
+    first: dict[str, str] = {}
+    rows = []
+    for operation, variant, count, function in plan:
+        name = f"{operation} [{variant}]"
+        first.setdefault(operation, name)
+        rows.append(
+            measure(
+                name,
+                function,
+                group=FLOOR,
+                baseline=(first[operation],),
+                repeats=repeats,
+                threads=count,
+                memory=False,
+                max_seconds=max_seconds,
+            )
+        )
+    notes = [
+        "BLAS limited inside the process with threadpoolctl; median and min of up "
+        f"to {repeats} calls. vlad's own worker threads: `n_jobs` where given, "
+        "otherwise every available core.",
+    ]
+    return Table(
+        f"threads {problem.workload.name}",
+        f"BLAS threads and vlad's workers: workload {problem.workload.name}",
+        rows,
+        notes,
+        ratio_label="x first row",
+    )
