@@ -2,6 +2,7 @@
 
 - :mod:`vlad.images.files`: finding image files and decoding them;
 - :mod:`vlad.images.sift`: OpenCV SIFT / RootSIFT descriptors of one image;
+- :mod:`vlad.images.pool`: images described on a pool of threads, in order;
 - :mod:`vlad.images.batch`: descriptors, codebooks and VLAD vectors of folders,
-  on a pool of threads, skipping and reporting unreadable files.
+  skipping and reporting unreadable files.
 """
