@@ -28,12 +28,12 @@ __all__ = ["TargetCheck", "check_targets", "format_targets", "targets_table"]
 
 @dataclasses.dataclass(frozen=True)
 class TargetCheck:
-    """One of the issue's targets, as measured.
+    """One of the performance targets, as measured.
 
     Parameters
     ----------
     number : int
-        The target's number in issue 5.
+        The target's number (1-7).
     target : str
         What is required.
     measured : str
@@ -72,7 +72,7 @@ def check_targets(
     *,
     memory_budget: int = 256 * MIB,
 ) -> list[TargetCheck]:
-    """The issue's targets 1-7 that ``tables`` and ``sweep`` measured.
+    """The performance targets 1-7 that ``tables`` and ``sweep`` measured.
 
     Parameters
     ----------
@@ -222,4 +222,4 @@ def targets_table(checks: Sequence[TargetCheck]) -> str:
 
 def format_targets(checks: Sequence[TargetCheck]) -> str:
     """The targets as Markdown: a heading and :func:`targets_table`."""
-    return f"### Targets (issue 5)\n\n{targets_table(checks)}\n"
+    return f"### Targets\n\n{targets_table(checks)}\n"

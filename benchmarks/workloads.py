@@ -115,7 +115,7 @@ class Workload:
         )
 
 
-#: The named workloads of issue 5. ``a`` is the essay's own (Gaussian data, as
+#: The named workloads of the benchmarks. ``a`` is the essay's own (Gaussian data, as
 #: its ``np.random.randn``).
 WORKLOADS: dict[str, Workload] = {
     "a": Workload("a", 256, 128, 64, 16, dtype="float64", kind="gaussian"),

@@ -225,7 +225,7 @@ def test_format_table_is_markdown_with_every_row(table):
     assert "speed-up vs essay best" in lines[0]
 
 
-def test_skip_reasons_at_the_issue_sizes():
+def test_skip_reasons_at_the_named_workload_sizes():
     b, a = workloads.WORKLOADS["b"], workloads.WORKLOADS["a"]
     limit = workloads.MEMORY_LIMIT_BYTES
     assert workloads.skip_reason("aggregate masked", b, memory_limit=limit).startswith(
