@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from vlad.core.aggregators import AGGREGATORS, Aggregator
+from vlad.core.aggregators import Aggregator, resolve_aggregator
 from vlad.core.validation import check_power
 
 __all__ = ["EncodingOptions"]
@@ -69,14 +69,7 @@ class EncodingOptions:
     mass: bool = False
 
     def __post_init__(self):
-        aggregator = self.aggregator
-        if not callable(aggregator) and (
-            not isinstance(aggregator, str) or aggregator not in AGGREGATORS
-        ):
-            raise ValueError(
-                f"Unknown aggregator {aggregator!r}; expected one of "
-                f"{sorted(AGGREGATORS)} or a function"
-            )
+        resolve_aggregator(self.aggregator)
         object.__setattr__(self, "power", check_power(self.power))
         for name in ("intra", "l2", "mass"):
             value = getattr(self, name)

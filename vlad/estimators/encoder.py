@@ -21,10 +21,10 @@ from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.validation import check_n_features
 from vlad.estimators.parameters import N_JOBS
 
 __all__ = ["VLADEncoder"]
-from vlad.core.validation import check_n_features
 
 
 class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):

@@ -44,14 +44,12 @@ __all__ = [
 
 Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
-#: The loader of each optional aggregator's dependency; each raises an
+#: The module each optional aggregator needs, and its loader, which raises an
 #: ``ImportError`` that says how to install it.
-_REQUIRES: dict[str, Callable[[], object]] = {
-    "numba": numba_kernels,
-    "jax": import_jax,
+_REQUIRES: dict[str, tuple[str, Callable[[], object]]] = {
+    "numba": ("numba", numba_kernels),
+    "jax": ("jax", import_jax),
 }
-#: The module each optional aggregator needs, to tell without importing it.
-_REQUIRED_MODULES = {"numba": "numba", "jax": "jax"}
 
 #: Aggregators that :func:`vlad.encode` runs fused with assignment, in one pass
 #: over the descriptors (:mod:`vlad.backends.fused`).
@@ -63,8 +61,7 @@ def available_aggregators() -> list[str]:
     return [
         name
         for name in AGGREGATORS
-        if name not in _REQUIRED_MODULES
-        or importlib.util.find_spec(_REQUIRED_MODULES[name])
+        if name not in _REQUIRES or importlib.util.find_spec(_REQUIRES[name][0])
     ]
 
 
@@ -80,7 +77,8 @@ def require_aggregator(name: str) -> None:
     if name == "auto":
         name = choose_aggregator(0, 1, 1)
     if name in _REQUIRES:
-        _REQUIRES[name]()
+        _, load = _REQUIRES[name]
+        load()
 
 
 def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> str:
