@@ -22,6 +22,7 @@ import numpy as np
 __all__ = [
     "atomic_write",
     "atomic_writes",
+    "check_format_version",
     "read_numpy_file",
     "read_record_archive",
     "save_record_archive",
@@ -282,3 +283,29 @@ def read_record_archive(
             f"{type(descriptor).__name__}, not a mapping"
         )
     return arrays, metadata
+
+
+def check_format_version(
+    path: str | os.PathLike, record: dict, noun: str, supported: int
+) -> int:
+    """The ``format_version`` of a file's record, refused if newer than this
+    vlad reads (a file written by a later release).
+
+    Examples
+    --------
+    >>> check_format_version("index.json", {"format_version": 1}, "vlad index", 1)
+    1
+    >>> check_format_version("index.json", {"format_version": 3}, "vlad index", 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: index.json was written by a newer vlad (vlad index format version 3; this version reads up to 1): upgrade vlad
+    """
+    version = record.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path} is a damaged {noun}: format_version={version!r}")
+    if version > supported:
+        raise ValueError(
+            f"{path} was written by a newer vlad ({noun} format version {version}; "
+            f"this version reads up to {supported}): upgrade vlad"
+        )
+    return version
