@@ -28,7 +28,7 @@ from vlad.images.batch import (
     read_descriptor_sets,
 )
 from vlad.images.files import read_image
-from vlad.images.sift import SiftOptions, extract_sift
+from vlad.images.sift import SiftOptions, extract_keypoints_with_options, extract_sift
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +57,24 @@ def test_extract_images_describes_each_image_as_extract_sift_does(photo_sets):
     assert photo_sets.metadata == SiftOptions(**FAST_OPTIONS).record()
 
 
+def test_extract_images_keeps_each_images_keypoints(photo_sets):
+    options = SiftOptions(**FAST_OPTIONS)
+    for t, name in enumerate(photo_sets.names):
+        keypoints, descriptors = extract_keypoints_with_options(
+            read_image(DATA / name), options
+        )
+        np.testing.assert_array_equal(photo_sets.keypoints_of(t), keypoints)
+        np.testing.assert_array_equal(photo_sets[t], descriptors)
+    # Positions are in the photos' own pixels, not the 256-pixel copies'.
+    assert photo_sets.keypoints[:, :2].max() > 300
+
+
 @pytest.mark.parametrize("n_jobs", [1, 3, -1, None])
 def test_results_do_not_depend_on_n_jobs(photo_sets, n_jobs):
     sets, _ = extract_images(DATA, FAST_OPTIONS, n_jobs=n_jobs)
     np.testing.assert_array_equal(sets.descriptors, photo_sets.descriptors)
     np.testing.assert_array_equal(sets.offsets, photo_sets.offsets)
+    np.testing.assert_array_equal(sets.keypoints, photo_sets.keypoints)
 
 
 def test_bad_files_are_skipped_reported_and_warned_about(messy_folder, caplog):
@@ -165,6 +178,21 @@ def test_descriptor_files_encode_like_their_images(tmp_path, photo_sets, codeboo
     np.testing.assert_array_equal(from_file.vectors, from_images.vectors)
     assert from_file.names == from_images.names
     assert from_file.descriptor == from_images.descriptor
+
+
+def test_descriptor_files_pass_their_keypoints_through(tmp_path, photo_sets):
+    photo_sets.save(tmp_path / "descriptors.npz")
+    sets, report = read_descriptor_sets(tmp_path / "descriptors.npz")
+    np.testing.assert_array_equal(sets.keypoints, photo_sets.keypoints)
+    np.testing.assert_array_equal(sets.offsets, photo_sets.offsets)
+    assert report.names == photo_sets.names
+
+
+def test_textureless_images_keep_an_empty_keypoint_block(messy_folder):
+    sets, _ = extract_images(messy_folder, n_jobs=2)
+    blank = sets.names.index("blank.png")
+    assert sets.keypoints_of(blank).shape == (0, 4)
+    assert sets.keypoints.shape == (sets.descriptors.shape[0], 4)
 
 
 def test_descriptor_options_do_not_apply_to_descriptor_files(tmp_path, photo_sets):

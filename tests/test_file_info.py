@@ -36,6 +36,20 @@ def test_descriptor_sets(tmp_path, sets):
     assert summary["n_descriptors"] == sets.descriptors.shape[0]
     assert summary["descriptors_per_image"]["max"] == sets.lengths.max()
     assert summary["n_empty"] == int((sets.lengths == 0).sum())
+    assert "keypoints" not in summary
+
+
+def test_descriptor_sets_with_keypoints_say_so(tmp_path, sets):
+    with_keypoints = vlad.DescriptorSets(
+        sets.descriptors,
+        sets.offsets,
+        keypoints=np.zeros((sets.descriptors.shape[0], 4)),
+    )
+    with_keypoints.save(tmp_path / "descriptors.npz")
+    summary = describe_file(tmp_path / "descriptors.npz")
+    assert summary["keypoints"] == ["x", "y", "size", "angle"]
+    assert summary["n_descriptors"] == sets.descriptors.shape[0]
+    json.dumps(summary)
 
 
 def test_vectors(tmp_path):

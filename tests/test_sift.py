@@ -12,7 +12,9 @@ from vlad.images.sift import (
     DENSE_MIN_STEP,
     DENSE_SIZES,
     SiftOptions,
+    extract_keypoints_with_options,
     extract_sift,
+    extract_with_options,
     root_sift,
 )
 
@@ -150,3 +152,114 @@ def test_options_round_trip_through_their_record():
 def test_options_describe_their_kind():
     assert SiftOptions().kind == "RootSIFT at detected keypoints"
     assert SiftOptions(root_sift=False, dense=True).kind == "SIFT on a dense grid"
+
+
+def opencv_keypoints(keypoints) -> np.ndarray:
+    """(x, y, size, angle) rows of OpenCV keypoints, in float64."""
+    return np.array([(*k.pt, k.size, k.angle) for k in keypoints]).reshape(-1, 4)
+
+
+def test_keypoints_are_opencv_keypoints_beside_their_descriptors(gravel):
+    options = SiftOptions(root_sift=False, max_side=0, max_keypoints=0)
+    keypoints, descriptors = extract_keypoints_with_options(gravel, options)
+    expected_keypoints, expected = cv2.SIFT_create().detectAndCompute(gravel, None)
+    np.testing.assert_array_equal(descriptors, expected)
+    np.testing.assert_allclose(keypoints, opencv_keypoints(expected_keypoints))
+    assert keypoints.dtype == np.float32 and keypoints.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    "options",
+    [SiftOptions(), SiftOptions(root_sift=False, dense=True, max_keypoints=300)],
+)
+def test_extract_with_options_is_the_descriptors_of_the_keypoint_version(
+    gravel, options
+):
+    keypoints, descriptors = extract_keypoints_with_options(gravel, options)
+    np.testing.assert_array_equal(extract_with_options(gravel, options), descriptors)
+    assert keypoints.shape == (len(descriptors), 4)
+
+
+@pytest.mark.parametrize("max_keypoints", [1, 100, 1000])
+def test_max_keypoints_keeps_the_keypoints_of_the_kept_descriptors(
+    gravel, max_keypoints
+):
+    every = SiftOptions(root_sift=False, max_side=0, max_keypoints=0)
+    all_keypoints, all_descriptors = extract_keypoints_with_options(gravel, every)
+    options = SiftOptions(root_sift=False, max_side=0, max_keypoints=max_keypoints)
+    keypoints, descriptors = extract_keypoints_with_options(gravel, options)
+    # Each (keypoint, descriptor) row of the capped extraction is a row of the
+    # full one: the cap drops keypoints and descriptors together.
+    rows = {
+        (k.tobytes(), d.tobytes()): index
+        for index, (k, d) in enumerate(zip(all_keypoints, all_descriptors, strict=True))
+    }
+    indices = [
+        rows[(k.tobytes(), d.tobytes())]
+        for k, d in zip(keypoints, descriptors, strict=True)
+    ]
+    assert len(set(indices)) == max_keypoints
+
+
+def test_keypoints_of_a_shrunk_image_are_in_original_coordinates(gravel):
+    large = cv2.resize(gravel, (1536, 1000), interpolation=cv2.INTER_CUBIC)
+    options = SiftOptions(root_sift=False, max_side=768, max_keypoints=0)
+    keypoints, descriptors = extract_keypoints_with_options(large, options)
+    # By hand: shrink, detect, then map pixel centres back through the resize.
+    shrunk = cv2.resize(large, (768, 500), interpolation=cv2.INTER_AREA)
+    found, expected_descriptors = cv2.SIFT_create().detectAndCompute(shrunk, None)
+    expected = opencv_keypoints(found)
+    scale_x, scale_y = 1536 / 768, 1000 / 500
+    expected[:, 0] = (expected[:, 0] + 0.5) * scale_x - 0.5
+    expected[:, 1] = (expected[:, 1] + 0.5) * scale_y - 0.5
+    expected[:, 2] *= 2.0
+    np.testing.assert_array_equal(descriptors, expected_descriptors)
+    np.testing.assert_allclose(keypoints, expected, rtol=1e-6, atol=1e-3)
+
+
+def test_the_same_points_are_found_at_the_same_place_at_two_sizes(gravel):
+    """Extraction at max_side 256 and at full size (512) finds many of the same
+    points: their positions, scaled back, agree to a pixel or two."""
+    options = SiftOptions(root_sift=False, max_keypoints=0)
+    full_keypoints, full = extract_keypoints_with_options(gravel, options)
+    small_keypoints, small = extract_keypoints_with_options(
+        gravel, SiftOptions(root_sift=False, max_side=256, max_keypoints=0)
+    )
+    assert small_keypoints[:, :2].max() > 256
+    matches = cv2.BFMatcher(cv2.NORM_L2, crossCheck=True).match(small, full)
+    small_rows = [match.queryIdx for match in matches]
+    full_rows = [match.trainIdx for match in matches]
+    offsets = small_keypoints[small_rows, :2] - full_keypoints[full_rows, :2]
+    distances = np.linalg.norm(offsets, axis=1)
+    close = distances < 2.0
+    assert close.sum() > 200 and np.median(distances) < 0.5
+    size_ratios = small_keypoints[small_rows, 2] / full_keypoints[full_rows, 2]
+    assert abs(np.median(size_ratios[close]) - 1.0) < 0.05
+
+
+def test_dense_keypoints_are_the_grid_in_original_coordinates(gravel):
+    options = SiftOptions(dense=True, max_side=256, max_keypoints=0)
+    keypoints, descriptors = extract_keypoints_with_options(gravel, options)
+    # The 512-pixel photo is described at 256 pixels, on a grid of step 8 there.
+    centres = (np.arange(DENSE_MIN_STEP / 2, 256, DENSE_MIN_STEP) + 0.5) * 2 - 0.5
+    expected = np.array(
+        [
+            (x, y, 2 * size, 0.0)
+            for size in DENSE_SIZES
+            for y in centres
+            for x in centres
+        ]
+    )
+    assert len(descriptors) == len(expected)
+    np.testing.assert_allclose(keypoints, expected)
+
+
+def test_images_without_keypoints_have_empty_keypoints():
+    keypoints, descriptors = extract_keypoints_with_options(
+        np.full((64, 64), 128, np.uint8), SiftOptions()
+    )
+    assert keypoints.shape == (0, 4) and descriptors.shape == (0, 128)
+    keypoints, _ = extract_keypoints_with_options(
+        np.zeros((2, 3), np.uint8), SiftOptions(dense=True)
+    )
+    assert keypoints.shape == (0, 4) and keypoints.dtype == np.float32

@@ -9,12 +9,20 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.validation import as_float_matrix, as_offsets
-from vlad.formats.files import read_record_archive, save_record_archive
+from vlad.core.validation import as_float_matrix, as_offsets, check_finite
+from vlad.formats.files import (
+    check_format_version,
+    read_record_archive,
+    save_record_archive,
+)
 
-__all__ = ["DescriptorSets", "FORMAT_VERSION", "as_descriptor_sets"]
+__all__ = ["DescriptorSets", "FORMAT_VERSION", "KEYPOINT_FIELDS", "as_descriptor_sets"]
 
-FORMAT_VERSION = 1
+#: Version of the descriptor sets file format this vlad writes and reads up to:
+#: 2 added the optional ``keypoints`` member; version-1 files still load.
+FORMAT_VERSION = 2
+#: The columns of ``DescriptorSets.keypoints``.
+KEYPOINT_FIELDS = ("x", "y", "size", "angle")
 
 
 class DescriptorSets:
@@ -34,6 +42,16 @@ class DescriptorSets:
         One name per image; default ``"0"``, ``"1"``, ...
     metadata : dict, optional
         JSON-serialisable record of how the descriptors were made.
+    keypoints : array-like of shape (n_descriptors, 4), optional
+        Where each descriptor was taken: x, y (pixels of the original image,
+        pixel centres at integers), size (diameter in pixels) and angle
+        (degrees, as OpenCV's), one row per row of ``descriptors``; stored as
+        float32. Spatial verification needs them.
+
+    Attributes
+    ----------
+    keypoints : ndarray of float32 of shape (n_descriptors, 4) or None
+        None when the sets hold no keypoint positions.
 
     See Also
     --------
@@ -54,6 +72,8 @@ class DescriptorSets:
         offsets: ArrayLike,
         names: Sequence[str] | None = None,
         metadata: dict | None = None,
+        *,
+        keypoints: ArrayLike | None = None,
     ):
         self.descriptors = as_float_matrix(descriptors, "descriptors")
         self.offsets = as_offsets(offsets, self.descriptors.shape[0])
@@ -67,6 +87,11 @@ class DescriptorSets:
             )
         self.names = names
         self.metadata = dict(metadata or {})
+        self.keypoints = (
+            None
+            if keypoints is None
+            else _as_keypoints(keypoints, self.descriptors.shape[0])
+        )
 
     @classmethod
     def from_list(
@@ -76,6 +101,7 @@ class DescriptorSets:
         *,
         n_features: int | None = None,
         metadata: dict | None = None,
+        keypoints: Sequence[ArrayLike] | None = None,
     ) -> DescriptorSets:
         """Build from one ``(L_t, F)`` array per image.
 
@@ -90,10 +116,24 @@ class DescriptorSets:
             Descriptor dimension; needed only when every array is empty.
         metadata : dict, optional
             JSON-serialisable record of how the descriptors were made.
+        keypoints : sequence of array-like, each of shape (L_t, 4), optional
+            One block of keypoint positions per array (see the class); an
+            image with no descriptors may have an empty 1-D array.
 
         Returns
         -------
         DescriptorSets
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import vlad
+        >>> sets = vlad.DescriptorSets.from_list(
+        ...     [np.ones((2, 3)), np.ones((1, 3))],
+        ...     keypoints=[[[5, 6, 2, 0], [7, 8, 4, 90]], [[1, 2, 3, 45]]],
+        ... )
+        >>> sets.keypoints_of(1).tolist()
+        [[1.0, 2.0, 3.0, 45.0]]
         """
         blocks = [np.asarray(array) for array in arrays]
         source = "n_features"
@@ -131,20 +171,49 @@ class DescriptorSets:
         for block, start, stop in zip(blocks, offsets[:-1], offsets[1:], strict=True):
             if stop > start:
                 descriptors[start:stop] = block
-        return cls(descriptors, offsets, names=names, metadata=metadata)
+        if keypoints is not None:
+            keypoints = _stack_keypoints(keypoints, lengths)
+        return cls(
+            descriptors, offsets, names=names, metadata=metadata, keypoints=keypoints
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DescriptorSets:
-        """Read descriptor sets written by :meth:`save` (never unpickles)."""
-        arrays, metadata = read_record_archive(
-            path, "descriptor sets", ("descriptors", "offsets", "names")
-        )
+        """Read descriptor sets written by :meth:`save` (never unpickles).
+
+        Files of every format version up to :data:`FORMAT_VERSION` load;
+        keypoints come back when the file holds them.
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file.
+        ValueError
+            A file that holds no descriptor sets, or one written by a newer
+            vlad (one line).
+        """
+        # The record alone first: it says whether the file holds keypoints,
+        # and a newer format is refused before any array is read.
+        _, record = read_record_archive(path, "descriptor sets", ())
+        check_format_version(path, record, "descriptor sets", FORMAT_VERSION)
+        members = ("descriptors", "offsets", "names")
+        has_keypoints = "keypoint_fields" in record
+        if has_keypoints:
+            if record["keypoint_fields"] != list(KEYPOINT_FIELDS):
+                raise ValueError(
+                    f"{path} is a damaged vlad descriptor sets file: its keypoint "
+                    f"fields are {record['keypoint_fields']!r}; expected "
+                    f"{list(KEYPOINT_FIELDS)}"
+                )
+            members += ("keypoints",)
+        arrays, metadata = read_record_archive(path, "descriptor sets", members)
         try:
             return cls(
                 arrays["descriptors"],
                 arrays["offsets"],
                 names=arrays["names"].tolist(),
                 metadata=metadata.get("descriptor", {}),
+                keypoints=arrays["keypoints"] if has_keypoints else None,
             )
         except (TypeError, ValueError) as error:
             raise ValueError(
@@ -152,18 +221,24 @@ class DescriptorSets:
             ) from None
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write to an ``.npz`` file atomically (temporary file, then rename)."""
-        save_record_archive(
-            path,
-            {
-                "format": "descriptor sets",
-                "format_version": FORMAT_VERSION,
-                "descriptor": self.metadata,
-            },
-            descriptors=self.descriptors,
-            offsets=self.offsets,
-            names=np.array(self.names, dtype=str),
-        )
+        """Write to an ``.npz`` file atomically (temporary file, then rename).
+
+        The ``keypoints`` member is written only when the sets hold keypoints.
+        """
+        record = {
+            "format": "descriptor sets",
+            "format_version": FORMAT_VERSION,
+            "descriptor": self.metadata,
+        }
+        arrays = {
+            "descriptors": self.descriptors,
+            "offsets": self.offsets,
+            "names": np.array(self.names, dtype=str),
+        }
+        if self.keypoints is not None:
+            record["keypoint_fields"] = list(KEYPOINT_FIELDS)
+            arrays["keypoints"] = self.keypoints
+        save_record_archive(path, record, **arrays)
 
     @property
     def n_features(self) -> int:
@@ -185,6 +260,32 @@ class DescriptorSets:
 
     def __getitem__(self, index: int) -> np.ndarray:
         """Descriptors of image ``index``, a ``(L_t, F)`` view."""
+        start, stop = self._rows_of(index)
+        return self.descriptors[start:stop]
+
+    def keypoints_of(self, index: int) -> np.ndarray:
+        """Keypoint positions of image ``index``, a ``(L_t, 4)`` view.
+
+        Row ``i`` is where descriptor ``i`` of ``self[index]`` was taken: x, y,
+        size, angle (see :data:`KEYPOINT_FIELDS`).
+
+        Raises
+        ------
+        ValueError
+            The sets hold no keypoint positions.
+        """
+        if self.keypoints is None:
+            raise ValueError(
+                "these descriptor sets hold no keypoint positions; extract "
+                "descriptors with vlad extract (0.3 or later) or "
+                "vlad.extract_images to keep them"
+            )
+        start, stop = self._rows_of(index)
+        return self.keypoints[start:stop]
+
+    def _rows_of(self, index: int) -> tuple[int, int]:
+        """The rows ``(start, stop)`` of image ``index`` (negative counts from
+        the end)."""
         try:
             t = range(len(self))[operator.index(index)]
         except TypeError:
@@ -192,7 +293,7 @@ class DescriptorSets:
                 f"descriptor sets are indexed by an integer image index; "
                 f"got {type(index).__name__}"
             ) from None
-        return self.descriptors[self.offsets[t] : self.offsets[t + 1]]
+        return int(self.offsets[t]), int(self.offsets[t + 1])
 
     def __iter__(self) -> Iterator[np.ndarray]:
         for t in range(len(self)):
@@ -204,6 +305,53 @@ class DescriptorSets:
             f"n_descriptors={self.descriptors.shape[0]}, n_features={self.n_features}, "
             f"dtype={self.dtype})"
         )
+
+
+def _as_keypoints(keypoints: ArrayLike, n_descriptors: int) -> np.ndarray:
+    """``keypoints`` as a C-contiguous float32 ``(n_descriptors, 4)`` array."""
+    array = np.asarray(keypoints)
+    if array.dtype.kind not in "fiub":
+        raise TypeError(
+            f"keypoints must hold real numbers; got an array of dtype {array.dtype}"
+        )
+    if array.shape != (n_descriptors, len(KEYPOINT_FIELDS)):
+        raise ValueError(
+            f"keypoints must have shape (n_descriptors, 4) = ({n_descriptors}, 4), "
+            f"one row of {', '.join(KEYPOINT_FIELDS)} per descriptor; "
+            f"got shape {array.shape}"
+        )
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    check_finite(array, "keypoints")
+    return array
+
+
+def _stack_keypoints(blocks: Sequence[ArrayLike], lengths: list[int]) -> np.ndarray:
+    """One ``(L_t, 4)`` block per image, checked against the descriptors'
+    ``lengths``, stacked into one float32 array."""
+    if len(blocks) != len(lengths):
+        raise ValueError(
+            f"keypoints must hold one block per image ({len(lengths)}); "
+            f"got {len(blocks)}"
+        )
+    stacked = np.empty((sum(lengths), len(KEYPOINT_FIELDS)), dtype=np.float32)
+    start = 0
+    for index, (block, length) in enumerate(zip(blocks, lengths, strict=True)):
+        block = np.asarray(block)
+        if block.ndim == 1 and block.size == 0:
+            block = block.reshape(0, len(KEYPOINT_FIELDS))
+        if block.dtype.kind not in "fiub":
+            raise TypeError(
+                f"keypoint block {index} must hold real numbers; "
+                f"got an array of dtype {block.dtype}"
+            )
+        if block.shape != (length, len(KEYPOINT_FIELDS)):
+            raise ValueError(
+                f"keypoint block {index} must have shape ({length}, 4), one row "
+                f"per descriptor of image {index}; got shape {block.shape}"
+            )
+        stacked[start : start + length] = block
+        start += length
+    return stacked
 
 
 def as_descriptor_sets(

@@ -50,13 +50,16 @@ def read_descriptor_file(path: str | os.PathLike) -> DescriptorSets:
     Returns
     -------
     DescriptorSets
+        With the keypoint positions an ``.npz`` holds (``vlad extract`` keeps
+        them); an ``.npy`` holds none.
 
     Raises
     ------
     FileNotFoundError
         No such file.
     ValueError
-        A file that holds no descriptor sets (one line).
+        A file that holds no descriptor sets, or one written by a newer vlad
+        (one line).
     """
     path = Path(path)
     if path.suffix.lower() == ".npz":

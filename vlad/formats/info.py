@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core.codebook import Codebook
-from vlad.core.descriptors import DescriptorSets
+from vlad.core.descriptors import KEYPOINT_FIELDS, DescriptorSets
 from vlad.core.validation import all_finite
 from vlad.formats.files import read_numpy_file
 from vlad.formats.vectors import load_vectors, vector_file_paths
@@ -45,7 +45,8 @@ def describe_file(path: str | os.PathLike) -> dict:
     dict
         ``"file"``, ``"kind"`` (``"codebook"``, ``"descriptor sets"``,
         ``"vectors"`` or ``"array"``), shapes and dtypes, and the file's record
-        of how it was made.
+        of how it was made. Descriptor sets that keep keypoint positions have
+        ``"keypoints"``: their fields (``["x", "y", "size", "angle"]``).
 
     Raises
     ------
@@ -114,6 +115,7 @@ def _describe_codebook(path: Path) -> dict:
 def _describe_descriptor_sets(path: Path) -> dict:
     sets = DescriptorSets.load(path)
     lengths = sets.lengths
+    keypoints = {} if sets.keypoints is None else {"keypoints": list(KEYPOINT_FIELDS)}
     return {
         "file": str(path),
         "kind": "descriptor sets",
@@ -121,6 +123,7 @@ def _describe_descriptor_sets(path: Path) -> dict:
         "n_descriptors": int(sets.descriptors.shape[0]),
         "n_features": sets.n_features,
         "dtype": sets.dtype.name,
+        **keypoints,
         "descriptors_per_image": {
             "min": int(lengths.min()) if lengths.size else 0,
             "median": float(np.median(lengths)) if len(sets) else 0.0,

@@ -27,7 +27,7 @@ from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
 from vlad.images.files import ImageFile, ImageReadError, find_images
-from vlad.images.pool import Progress, describe_image, map_in_order
+from vlad.images.pool import Progress, describe_image_with_keypoints, map_in_order
 from vlad.images.sift import N_FEATURES, SiftOptions
 
 __all__ = [
@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 #: default 2000 keypoints, up to 1 MB each).
 ENCODE_CHUNK_IMAGES = 64
 PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
+#: Keypoints ``(L, 4)`` and descriptors ``(L, 128)`` of one image.
+Features = tuple[np.ndarray, np.ndarray]
 
 
 @dataclasses.dataclass
@@ -160,7 +162,8 @@ def extract_images(
     -------
     sets : DescriptorSets
         One set per readable image, named as in ``report.names``; ``metadata``
-        records ``descriptor_options``.
+        records ``descriptor_options``; ``keypoints`` holds where each
+        descriptor was taken, in the pixel coordinates of the original image.
     report : BatchReport
 
     Raises
@@ -177,16 +180,22 @@ def extract_images(
     >>> sets, report = vlad.extract_images("data", options, n_jobs=1)
     >>> len(sets), sets.n_features, report.skipped
     (8, 128, {})
+    >>> sets.keypoints_of(0).shape == (len(sets[0]), 4)
+    True
     """
     options = SiftOptions(**(descriptor_options or {}))
     images = find_images(inputs)
     report = BatchReport(len(images), [], {}, [])
-    blocks = _keep_readable(
+    features = _keep_readable(
         _extract_in_order(images, options, n_jobs, progress), report
     )
     _check_any_read(report, inputs)
     sets = DescriptorSets.from_list(
-        blocks, report.names, n_features=N_FEATURES, metadata=options.record()
+        [descriptors for _, descriptors in features],
+        report.names,
+        n_features=N_FEATURES,
+        metadata=options.record(),
+        keypoints=[keypoints for keypoints, _ in features],
     )
     return sets, report
 
@@ -213,6 +222,8 @@ def read_descriptor_sets(
     Returns
     -------
     sets : DescriptorSets
+        With keypoints when extracted from images or read from a file that
+        holds them.
     report : BatchReport
 
     Raises
@@ -374,7 +385,7 @@ def encode_images(
     results = _extract_in_order(images, sift_options, n_jobs, progress)
     for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
         start = len(report.names)
-        blocks = _keep_readable(chunk, report)
+        blocks = [descriptors for _, descriptors in _keep_readable(chunk, report)]
         if blocks:
             sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
             vectors[start : start + len(blocks)] = encode(
@@ -432,20 +443,22 @@ def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
 
 
 def _keep_readable(
-    results: Iterable[tuple[ImageFile, np.ndarray | ImageReadError]],
+    results: Iterable[tuple[ImageFile, Features | ImageReadError]],
     report: BatchReport,
-) -> list[np.ndarray]:
-    """Descriptors of the readable images among ``results``, in order.
+) -> list[Features]:
+    """Keypoints and descriptors of the readable images among ``results``, in
+    order.
 
     Adds their names to ``report.names``, records (and logs) the unreadable ones
     in ``report.skipped`` and those without descriptors in ``report.empty``.
     """
-    blocks = []
-    for image, descriptors in results:
-        if isinstance(descriptors, ImageReadError):
-            logger.warning("skipped %s: %s", image.name, descriptors.reason)
-            report.skipped[image.name] = descriptors.reason
+    kept = []
+    for image, features in results:
+        if isinstance(features, ImageReadError):
+            logger.warning("skipped %s: %s", image.name, features.reason)
+            report.skipped[image.name] = features.reason
             continue
+        descriptors = features[1]
         if len(descriptors) == 0:
             logger.warning(
                 "no keypoints in %s: it has no descriptors and a zero VLAD vector "
@@ -455,16 +468,17 @@ def _keep_readable(
             report.empty.append(image.name)
         logger.debug("%s: %d descriptors", image.name, len(descriptors))
         report.names.append(image.name)
-        blocks.append(descriptors)
-    return blocks
+        kept.append(features)
+    return kept
 
 
 def _describe_file(
     image: ImageFile, *, options: SiftOptions
-) -> tuple[ImageFile, np.ndarray | ImageReadError]:
-    """An image and its descriptors, or the error that kept it from being read."""
+) -> tuple[ImageFile, Features | ImageReadError]:
+    """An image and its keypoints and descriptors, or the error that kept it
+    from being read."""
     try:
-        return image, describe_image(image.path, options)
+        return image, describe_image_with_keypoints(image.path, options)
     except ImageReadError as error:
         return image, error
 
@@ -474,7 +488,7 @@ def _extract_in_order(
     options: SiftOptions,
     n_jobs: int | None,
     progress: Progress | None,
-) -> Iterator[tuple[ImageFile, np.ndarray | ImageReadError]]:
+) -> Iterator[tuple[ImageFile, Features | ImageReadError]]:
     """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads."""
     describe = functools.partial(_describe_file, options=options)
     return map_in_order(describe, images, n_jobs, progress)

@@ -18,9 +18,18 @@ import numpy as np
 
 from vlad.core.parallel import one_opencv_thread, resolve_n_jobs
 from vlad.images.files import as_grey_image, read_image
-from vlad.images.sift import SiftOptions, extract_with_options
+from vlad.images.sift import (
+    SiftOptions,
+    extract_keypoints_with_options,
+    extract_with_options,
+)
 
-__all__ = ["Progress", "describe_image", "map_in_order"]
+__all__ = [
+    "Progress",
+    "describe_image",
+    "describe_image_with_keypoints",
+    "map_in_order",
+]
 
 #: Called as ``progress(n_done, n_total)`` after each item.
 Progress = Callable[[int, int], None]
@@ -39,6 +48,28 @@ def describe_image(image, options: SiftOptions) -> np.ndarray:
     if isinstance(image, (str, os.PathLike)):
         return extract_with_options(read_image(image), options)
     return extract_with_options(as_grey_image(image), options)
+
+
+def describe_image_with_keypoints(
+    image, options: SiftOptions
+) -> tuple[np.ndarray, np.ndarray]:
+    """SIFT keypoint positions and descriptors of an image file (path-like) or
+    image array, as :func:`vlad.images.sift.extract_keypoints_with_options`.
+
+    Returns
+    -------
+    keypoints : ndarray of float32 of shape (n_keypoints, 4)
+        x, y, size, angle, in the image's own pixel coordinates.
+    descriptors : ndarray of float32 of shape (n_keypoints, 128)
+
+    Raises
+    ------
+    vlad.ImageReadError
+        A file that cannot be read.
+    """
+    if isinstance(image, (str, os.PathLike)):
+        return extract_keypoints_with_options(read_image(image), options)
+    return extract_keypoints_with_options(as_grey_image(image), options)
 
 
 def map_in_order(

@@ -15,6 +15,7 @@ __all__ = [
     "EXTRACTOR",
     "N_FEATURES",
     "SiftOptions",
+    "extract_keypoints_with_options",
     "extract_sift",
     "extract_with_options",
     "root_sift",
@@ -149,29 +150,79 @@ def extract_sift(
 def extract_with_options(image: np.ndarray, options: SiftOptions) -> np.ndarray:
     """:func:`extract_sift` on a grey ``uint8`` image (as
     :func:`vlad.images.files.as_grey_image` returns) with checked options."""
+    return extract_keypoints_with_options(image, options)[1]
+
+
+def extract_keypoints_with_options(
+    image: np.ndarray, options: SiftOptions
+) -> tuple[np.ndarray, np.ndarray]:
+    """SIFT keypoint positions and descriptors of a grey ``uint8`` image.
+
+    The descriptors are those of :func:`extract_with_options`; the keypoints
+    say where each was taken, in the coordinates of ``image`` even when
+    ``options.max_side`` shrank it for extraction.
+
+    Parameters
+    ----------
+    image : ndarray of uint8 of shape (height, width)
+        As :func:`vlad.images.files.as_grey_image` returns.
+    options : SiftOptions
+
+    Returns
+    -------
+    keypoints : ndarray of float32 of shape (n_keypoints, 4)
+        x, y (pixels, pixel centres at integers), size (diameter in pixels)
+        and angle (degrees, as OpenCV's; 0 on the dense grid) of each
+        keypoint.
+    descriptors : ndarray of float32 of shape (n_keypoints, 128)
+        Row ``i`` describes keypoint ``i``.
+
+    See Also
+    --------
+    vlad.DescriptorSets.keypoints : Where they are kept beside descriptors.
+
+    Examples
+    --------
+    >>> import vlad.images.files, vlad.images.sift
+    >>> image = vlad.images.files.read_image("data/chelsea.jpg")
+    >>> options = vlad.images.sift.SiftOptions(max_side=256, max_keypoints=100)
+    >>> keypoints, descriptors = vlad.images.sift.extract_keypoints_with_options(
+    ...     image, options
+    ... )
+    >>> keypoints.shape, descriptors.shape
+    ((100, 4), (100, 128))
+    >>> bool(keypoints[:, 0].max() < image.shape[1] <= 2 * 256)
+    True
+    """
     import cv2
 
-    image = _shrink_to(image, options.max_side)
+    shrunk = _shrink_to(image, options.max_side)
     if options.dense:
-        keypoints = _dense_grid(image.shape, options.max_keypoints)
+        keypoints = _dense_grid(shrunk.shape, options.max_keypoints)
         if not keypoints:
             # OpenCV fails on an empty list (images a few pixels across).
-            return np.zeros((0, N_FEATURES), dtype=np.float32)
-        keypoints, descriptors = cv2.SIFT_create().compute(image, keypoints)
+            return _no_keypoints()
+        keypoints, descriptors = cv2.SIFT_create().compute(shrunk, keypoints)
     else:
         sift = cv2.SIFT_create(nfeatures=options.max_keypoints)
-        keypoints, descriptors = sift.detectAndCompute(image, None)
+        keypoints, descriptors = sift.detectAndCompute(shrunk, None)
     if descriptors is None or len(keypoints) == 0:
-        return np.zeros((0, N_FEATURES), dtype=np.float32)
+        return _no_keypoints()
+    positions = np.array(
+        [(*keypoint.pt, keypoint.size, keypoint.angle) for keypoint in keypoints],
+        dtype=np.float32,
+    )
     if options.max_keypoints and len(keypoints) > options.max_keypoints:
         # OpenCV keeps every keypoint tied with the weakest one it retains.
         responses = np.array([keypoint.response for keypoint in keypoints])
         strongest = np.argsort(-responses, kind="stable")[: options.max_keypoints]
-        descriptors = descriptors[np.sort(strongest)]
+        kept = np.sort(strongest)
+        descriptors, positions = descriptors[kept], positions[kept]
     descriptors = np.ascontiguousarray(descriptors, dtype=np.float32)
     if options.root_sift:
         _root_sift_in_place(descriptors)
-    return descriptors
+    _scale_back_in_place(positions, image.shape, shrunk.shape)
+    return np.ascontiguousarray(positions), descriptors
 
 
 def root_sift(descriptors) -> np.ndarray:
@@ -230,6 +281,33 @@ def _shrink_to(image: np.ndarray, max_side: int) -> np.ndarray:
     scale = max_side / max(height, width)
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+
+
+def _no_keypoints() -> tuple[np.ndarray, np.ndarray]:
+    """Empty keypoints and descriptors."""
+    return (
+        np.zeros((0, 4), dtype=np.float32),
+        np.zeros((0, N_FEATURES), dtype=np.float32),
+    )
+
+
+def _scale_back_in_place(
+    positions: np.ndarray, shape: tuple[int, int], shrunk_shape: tuple[int, int]
+) -> None:
+    """Map ``(x, y, size, angle)`` rows found on an image of ``shrunk_shape``
+    to the image of ``shape`` it was resized from.
+
+    Resizing maps the centre of pixel ``i`` to ``(i + 0.5) * scale - 0.5``, so
+    positions scale about pixel edges, not centres. The two axes' scales differ
+    slightly (sides are rounded); sizes take their mean.
+    """
+    if shape == shrunk_shape:
+        return
+    (height, width), (shrunk_height, shrunk_width) = shape, shrunk_shape
+    scale_x, scale_y = width / shrunk_width, height / shrunk_height
+    positions[:, 0] = (positions[:, 0] + 0.5) * scale_x - 0.5
+    positions[:, 1] = (positions[:, 1] + 0.5) * scale_y - 0.5
+    positions[:, 2] *= (scale_x + scale_y) / 2
 
 
 def _dense_grid(shape: tuple[int, int], max_keypoints: int) -> list:
