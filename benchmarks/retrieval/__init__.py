@@ -1,0 +1,20 @@
+"""The retrieval benchmark: a folder of originals, distractors and queries.
+
+Built from the photographs bundled in ``data/`` and from freely licensed
+photographs that Debian packages install, by::
+
+    python -m benchmarks.retrieval.build OUT
+
+Modules:
+
+- :mod:`benchmarks.retrieval.sources`: where the photographs come from and
+  their licences;
+- :mod:`benchmarks.retrieval.transforms`: the query transforms and the table
+  of their parameters;
+- :mod:`benchmarks.retrieval.build`: the folder, its ground truth and its
+  records.
+
+Importing this package imports none of its modules.
+"""
+
+__all__ = ["build", "sources", "transforms"]
