@@ -1,0 +1,171 @@
+"""Approximate and compressed vector storage by faiss (``pip install 'vlad[faiss]'``).
+
+An index is described by a faiss ``index_factory`` string, as faiss users
+write it (``"IVF1024,PQ32"``, ``"OPQ32,IVF1024,PQ32"``, ``"HNSW32"``,
+``"PQ16"``), always with the inner-product metric. Product-quantised indexes
+(``PQ``) search by asymmetric distance: the query stays exact and only the
+database is compressed (Jégou et al. 2011).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FaissStore", "require_faiss"]
+
+
+def require_faiss():
+    """The ``faiss`` module, or an ImportError that says how to install it."""
+    try:
+        import faiss
+    except ImportError:
+        raise ImportError(
+            "approximate and compressed indexes require faiss; install it with: "
+            "pip install 'vlad[faiss]'"
+        ) from None
+    return faiss
+
+
+def _faiss_error(error: Exception, action: str) -> ValueError:
+    """faiss's C++ exceptions carry a multi-line trace: keep its message line."""
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    message = next(
+        (line.split("Error: ", 1)[-1] for line in lines if "Error" in line),
+        lines[-1] if lines else type(error).__name__,
+    )
+    return ValueError(f"faiss could not {action}: {message.strip()}")
+
+
+class FaissStore:
+    """Vectors kept in a faiss index, searched by inner product.
+
+    Parameters
+    ----------
+    index : faiss.Index
+        A trained index with the inner-product metric.
+    factory : str
+        The ``index_factory`` string it was built from.
+    parameters : str, optional
+        Search-time parameters in faiss's ``ParameterSpace`` syntax, such as
+        ``"nprobe=16"`` or ``"efSearch=128"``.
+    """
+
+    suffix = ".faiss"
+
+    def __init__(self, index, factory: str, parameters: str | None = None):
+        self.index = index
+        self.factory = factory
+        self.parameters = parameters
+        if parameters:
+            self.set_parameters(parameters)
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, factory: str, parameters: str | None = None):
+        """Train an index described by ``factory`` on ``vectors`` and add them.
+
+        Raises
+        ------
+        ImportError
+            faiss is not installed.
+        ValueError
+            An unknown factory string, or too few vectors to train it (an
+            ``IVF1024`` index needs at least 1024).
+        """
+        faiss = require_faiss()
+        if not isinstance(factory, str) or not factory.strip():
+            raise ValueError(
+                f"factory must be a faiss index_factory string; got {factory!r}"
+            )
+        dimension = vectors.shape[1]
+        try:
+            index = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as error:
+            raise _faiss_error(
+                error, f"build {factory!r} for {dimension} dimensions"
+            ) from None
+        if not index.is_trained:
+            try:
+                index.train(vectors)
+            except RuntimeError as error:
+                raise _faiss_error(
+                    error, f"train {factory!r} on {vectors.shape[0]} vectors"
+                ) from None
+        store = cls(index, factory, parameters)
+        store.add(vectors)
+        return store
+
+    def set_parameters(self, parameters: str) -> None:
+        """Apply search-time parameters (``"nprobe=16"``)."""
+        faiss = require_faiss()
+        try:
+            faiss.ParameterSpace().set_index_parameters(self.index, parameters)
+        except RuntimeError as error:
+            raise _faiss_error(
+                error, f"set {parameters!r} on {self.factory!r}"
+            ) from None
+        self.parameters = parameters
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append vectors (float32, C order)."""
+        self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
+
+    @property
+    def dimension(self) -> int:
+        """Dimension of the stored vectors."""
+        return int(self.index.d)
+
+    @property
+    def bytes_per_vector(self) -> int:
+        """Bytes of one vector's code (what the database costs per image)."""
+        try:
+            return int(self.index.sa_code_size())
+        except RuntimeError:
+            # Indexes without standalone codes (HNSW over flat storage).
+            return 4 * self.dimension
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Best ``k`` by (approximate) inner product; rows may end in -1."""
+        scores, rows = self.index.search(np.ascontiguousarray(queries), k)
+        return scores, rows.astype(np.int64, copy=False)
+
+    def reconstruct(self, rows: np.ndarray) -> np.ndarray:
+        """The stored vectors (decoded, for compressed indexes) of ``rows``."""
+        faiss = require_faiss()
+        try:
+            ivf = faiss.extract_index_ivf(self.index)
+        except RuntimeError:
+            ivf = None
+        if ivf is not None and not ivf.direct_map.type:
+            ivf.make_direct_map()
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        try:
+            vectors = self.index.reconstruct_batch(rows)
+        except RuntimeError as error:
+            raise _faiss_error(
+                error, f"give back vectors of a {self.factory!r} index"
+            ) from None
+        return vectors.reshape(rows.shape[0], self.dimension)
+
+    def save(self, path: Path) -> None:
+        """Write with faiss's own writer (the caller makes it atomic)."""
+        require_faiss().write_index(self.index, os.fspath(path))
+
+    @classmethod
+    def load(cls, path: Path, factory: str, parameters: str | None) -> FaissStore:
+        """Read a file written by :meth:`save`."""
+        faiss = require_faiss()
+        try:
+            index = faiss.read_index(os.fspath(path))
+        except RuntimeError as error:
+            raise _faiss_error(error, f"read {path}") from None
+        if index.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise ValueError(
+                f"{path} is not a vlad index: its metric is not inner product"
+            )
+        return cls(index, factory, parameters)

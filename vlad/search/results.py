@@ -1,0 +1,311 @@
+"""Ranked search results: what each query found, and reading and writing them.
+
+Three file formats, chosen by the file's suffix:
+
+- ``.json``: every query with its ranked names and scores, the reason when it
+  has none, and how the search was made;
+- ``.csv``: one row per hit, ``query,rank,name,score`` (rank from 1);
+- ``.txt``: hloc-style retrieval pairs, ``query name`` per line, best first.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vlad.formats.files import atomic_write, check_format_version
+
+__all__ = [
+    "RESULT_SUFFIXES",
+    "QueryResult",
+    "SearchResults",
+    "read_rankings",
+    "results_from_arrays",
+]
+
+FORMAT = "vlad search results"
+FORMAT_VERSION = 1
+RESULT_SUFFIXES = (".json", ".csv", ".txt")
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """The ranked database images of one query.
+
+    Attributes
+    ----------
+    query : str
+        The query's name.
+    names : tuple of str
+        Database images, best first.
+    scores : ndarray of float32 of shape (len(names),)
+        Their scores (inner products, or inlier counts after spatial
+        verification), best first.
+    rows : ndarray of int64 of shape (len(names),)
+        Their rows in the index.
+    reason : str or None
+        Why the query found nothing, or fewer images than asked.
+    """
+
+    query: str
+    names: tuple[str, ...]
+    scores: np.ndarray
+    rows: np.ndarray
+    reason: str | None = None
+
+
+@dataclass
+class SearchResults:
+    """What every query found.
+
+    Attributes
+    ----------
+    queries : list of QueryResult
+        In the order the queries were given.
+    record : dict
+        How the search was made (index, ``k``, re-ranking), JSON-serialisable.
+    notes : list of str
+        Things the user should know (``k`` larger than the index, ...).
+    """
+
+    queries: list[QueryResult]
+    record: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __getitem__(self, index: int) -> QueryResult:
+        return self.queries[index]
+
+    @property
+    def n_empty(self) -> int:
+        """Queries that found nothing."""
+        return sum(1 for result in self.queries if not result.names)
+
+    def rankings(self) -> dict[str, list[str]]:
+        """Query name to ranked database names (what evaluation takes).
+
+        Raises
+        ------
+        ValueError
+            Two queries share a name.
+        """
+        return _rankings_of(
+            (result.query, list(result.names)) for result in self.queries
+        )
+
+    def to_dict(self) -> dict:
+        """The ``.json`` file's content."""
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            **self.record,
+            "notes": list(self.notes),
+            "queries": [_query_dict(result) for result in self.queries],
+        }
+
+    def write(self, path: str | os.PathLike) -> None:
+        """Write atomically as ``.json``, ``.csv`` or pairs ``.txt`` (by suffix).
+
+        Raises
+        ------
+        ValueError
+            Another suffix, or (for pairs) a name with whitespace, which the
+            pairs format cannot hold.
+        """
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            text = json.dumps(self.to_dict(), indent=1) + "\n"
+        elif suffix == ".csv":
+            text = self._csv_text()
+        elif suffix == ".txt":
+            text = self._pairs_text()
+        else:
+            raise ValueError(
+                f"results are written as {', '.join(RESULT_SUFFIXES)}; "
+                f"got {str(path)!r}"
+            )
+        with atomic_write(path) as handle:
+            handle.write(text.encode(errors="surrogateescape"))
+
+    def _csv_text(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["query", "rank", "name", "score"])
+        for result in self.queries:
+            for rank, (name, score) in enumerate(
+                zip(result.names, result.scores, strict=True), start=1
+            ):
+                writer.writerow([result.query, rank, name, _score(score)])
+        return buffer.getvalue()
+
+    def _pairs_text(self) -> str:
+        lines = []
+        for result in self.queries:
+            for name in (result.query, *result.names):
+                if not name or any(character.isspace() for character in name):
+                    raise ValueError(
+                        f"a pairs file separates names by a space, and {name!r} "
+                        "is empty or holds whitespace; write .json or .csv"
+                    )
+            lines.extend(f"{result.query} {name}\n" for name in result.names)
+        return "".join(lines)
+
+
+def _score(score) -> float:
+    return round(float(score), 6)
+
+
+def _query_dict(result: QueryResult) -> dict:
+    entry: dict = {
+        "query": result.query,
+        "results": [
+            {"name": name, "score": _score(score)}
+            for name, score in zip(result.names, result.scores, strict=True)
+        ],
+    }
+    if result.reason:
+        entry["reason"] = result.reason
+    return entry
+
+
+def _rankings_of(pairs) -> dict[str, list[str]]:
+    rankings: dict[str, list[str]] = {}
+    for query, names in pairs:
+        if query in rankings:
+            raise ValueError(f"query {query!r} appears twice in the results")
+        rankings[query] = names
+    return rankings
+
+
+def read_rankings(path: str | os.PathLike) -> dict[str, list[str]]:
+    """Query name to ranked database names from a results file.
+
+    Reads the three formats :meth:`SearchResults.write` writes: ``.json``
+    (queries that found nothing included), ``.csv`` and pairs ``.txt`` (where
+    a query that found nothing has no line, so is absent).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A file that is not a results file of its suffix's format, or one
+        written by a newer vlad.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from vlad.search import read_rankings
+    >>> path = os.path.join(tempfile.mkdtemp(), "pairs.txt")
+    >>> with open(path, "w") as handle:
+    ...     _ = handle.write("q.jpg a.jpg\\nq.jpg b.jpg\\n")
+    >>> read_rankings(path)
+    {'q.jpg': ['a.jpg', 'b.jpg']}
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in RESULT_SUFFIXES:
+        raise ValueError(
+            f"{path} is not a results file: expected a name ending in "
+            f"{', '.join(RESULT_SUFFIXES)}"
+        )
+    try:
+        text = path.read_bytes().decode(errors="surrogateescape")
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a folder, not a results file") from None
+    if suffix == ".json":
+        return _json_rankings(path, text)
+    if suffix == ".csv":
+        return _csv_rankings(path, text)
+    return _pairs_rankings(path, text)
+
+
+def _json_rankings(path: Path, text: str) -> dict[str, list[str]]:
+    noun = "vlad search results file"
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"{path} is not a {noun}: {error}") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a {noun}: it does not say format={FORMAT!r}")
+    check_format_version(path, document, noun, FORMAT_VERSION)
+    queries = document.get("queries")
+    try:
+        return _rankings_of(
+            (_text(entry["query"]), [_text(hit["name"]) for hit in entry["results"]])
+            for entry in queries
+        )
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"{path} is a damaged {noun}: {error!r}") from None
+
+
+def _text(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a name is a {type(value).__name__}, not a string")
+    return value
+
+
+def _csv_rankings(path: Path, text: str) -> dict[str, list[str]]:
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or rows[0] != ["query", "rank", "name", "score"]:
+        raise ValueError(
+            f"{path} is not a vlad results CSV: its first line must be "
+            "query,rank,name,score"
+        )
+    hits: dict[str, list[tuple[int, str]]] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        try:
+            query, rank, name, _ = row
+            hits.setdefault(query, []).append((int(rank), name))
+        except ValueError:
+            raise ValueError(
+                f"{path}, line {line}: expected query,rank,name,score; got {row!r}"
+            ) from None
+    return {query: [name for _, name in sorted(found)] for query, found in hits.items()}
+
+
+def _pairs_rankings(path: Path, text: str) -> dict[str, list[str]]:
+    rankings: dict[str, list[str]] = {}
+    for line, content in enumerate(text.splitlines(), start=1):
+        if not content.strip():
+            continue
+        names = content.split()
+        if len(names) != 2:
+            raise ValueError(
+                f"{path}, line {line}: a pairs file holds two names a line; got "
+                f"{content!r}"
+            )
+        rankings.setdefault(names[0], []).append(names[1])
+    return rankings
+
+
+def results_from_arrays(
+    query_names: Sequence[str],
+    names: Sequence[str],
+    scores: np.ndarray,
+    rows: np.ndarray,
+) -> list[QueryResult]:
+    """One :class:`QueryResult` per row of ``(scores, rows)``; row -1 ends a list."""
+    results = []
+    for query, query_scores, query_rows in zip(query_names, scores, rows, strict=True):
+        kept = query_rows >= 0
+        query_rows = query_rows[kept]
+        results.append(
+            QueryResult(
+                query,
+                tuple(names[row] for row in query_rows),
+                query_scores[kept].astype(np.float32),
+                query_rows,
+            )
+        )
+    return results
