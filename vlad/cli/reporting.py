@@ -137,6 +137,6 @@ def report_skipped(report: BatchReport) -> None:
         )
 
 
-def count(n: int, noun: str) -> str:
-    """``"1 image"``, ``"3 images"``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 image"``, ``"3 images"`` (``plural`` where it is not ``noun + "s"``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"

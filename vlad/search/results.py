@@ -52,6 +52,9 @@ class QueryResult:
         Their rows in the index.
     reason : str or None
         Why the query found nothing, or fewer images than asked.
+    inliers : ndarray of int64 of shape (len(names),) or None
+        After spatial verification: each image's inliers, -1 where it was
+        not verified.
     """
 
     query: str
@@ -59,6 +62,7 @@ class QueryResult:
     scores: np.ndarray
     rows: np.ndarray
     reason: str | None = None
+    inliers: np.ndarray | None = None
 
 
 @dataclass
@@ -166,13 +170,14 @@ def _score(score) -> float:
 
 
 def _query_dict(result: QueryResult) -> dict:
-    entry: dict = {
-        "query": result.query,
-        "results": [
-            {"name": name, "score": _score(score)}
-            for name, score in zip(result.names, result.scores, strict=True)
-        ],
-    }
+    hits = [
+        {"name": name, "score": _score(score)}
+        for name, score in zip(result.names, result.scores, strict=True)
+    ]
+    if result.inliers is not None:
+        for hit, inliers in zip(hits, result.inliers, strict=True):
+            hit["inliers"] = int(inliers)
+    entry: dict = {"query": result.query, "results": hits}
     if result.reason:
         entry["reason"] = result.reason
     return entry

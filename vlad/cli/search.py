@@ -1,0 +1,198 @@
+"""``vlad search``: the best images of an index for each query."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from vlad.cli.options import jobs_option, overwrite_option, verbosity_options
+from vlad.cli.reporting import (
+    check_outputs,
+    count,
+    library_errors,
+    progress_bar,
+    report_skipped,
+)
+from vlad.core.descriptors import DescriptorSets
+from vlad.search.expansion import QueryExpansion
+from vlad.search.index import load_index
+from vlad.search.queries import read_queries
+from vlad.search.reranking import DEFAULT_DEPTH, rerank_spatially
+from vlad.search.results import RESULT_SUFFIXES, SearchResults
+
+__all__ = ["search"]
+
+logger = logging.getLogger("vlad.cli")
+
+
+def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
+    if value is not None and value.suffix.lower() not in RESULT_SUFFIXES:
+        raise click.BadParameter(
+            f"must end in {', '.join(RESULT_SUFFIXES)}; got {str(value)!r}"
+        )
+    return value
+
+
+@click.command(short_help="Search an index with query vectors or images.")
+@click.argument(
+    "index_folder",
+    metavar="INDEX",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.argument(
+    "queries",
+    metavar="QUERY...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+)
+@click.option(
+    "-c",
+    "--codebook",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The index's codebook; needed when queries are images or descriptors.",
+)
+@click.option(
+    "-k",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Images per query.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=_check_results_suffix,
+    help="Results file: .json (ranks, scores, reasons), .csv "
+    "(query,rank,name,score) or .txt (pairs: 'query image' per line). "
+    "Default: a table on stdout.",
+)
+@click.option(
+    "--rerank",
+    type=click.Choice(["qe", "spatial"]),
+    multiple=True,
+    help="Re-rank: qe (query expansion), spatial (RANSAC verification); "
+    "both may be given, query expansion runs first.",
+)
+@click.option(
+    "--qe-neighbours",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Results averaged into each query by --rerank qe.",
+)
+@click.option(
+    "--qe-alpha",
+    type=click.FloatRange(min=0.0),
+    default=3.0,
+    show_default=True,
+    help="Weight of a neighbour is its similarity to this power (0: average QE).",
+)
+@click.option(
+    "--rerank-depth",
+    type=click.IntRange(min=1),
+    default=DEFAULT_DEPTH,
+    show_default=True,
+    help="Results per query verified by --rerank spatial.",
+)
+@click.option(
+    "--database-descriptors",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='The index images\' descriptors file from "vlad extract" (with their '
+    "keypoints), for --rerank spatial.",
+)
+@click.option(
+    "--parameters",
+    help='faiss search parameters for this search, such as "nprobe=32".',
+)
+@jobs_option
+@overwrite_option
+@verbosity_options
+def search(
+    index_folder: Path,
+    queries: tuple[Path, ...],
+    codebook: Path | None,
+    k: int,
+    output: Path | None,
+    rerank: tuple[str, ...],
+    qe_neighbours: int,
+    qe_alpha: float,
+    rerank_depth: int,
+    database_descriptors: Path | None,
+    parameters: str | None,
+    n_jobs: int | None,
+    overwrite: bool,
+    verbosity: int,
+) -> None:
+    """Search INDEX (from "vlad index") for the best images of each QUERY.
+
+    QUERY... is a vectors file from "vlad encode" (QUERY.npy), a descriptors
+    file from "vlad extract", or image files and folders; descriptors and
+    images are encoded with --codebook as the index's vectors were. A query
+    without descriptors finds nothing, and says why.
+
+    \b
+    Examples:
+        vlad search index queries.npy -k 100 -o results.json
+        vlad search index photo.jpg -c codebook.npz -k 5
+        vlad search index queries/ -c codebook.npz --rerank spatial \\
+            --database-descriptors descriptors.npz -o results.json
+    """
+    spatial = "spatial" in rerank
+    if spatial and database_descriptors is None:
+        raise click.UsageError("--rerank spatial needs --database-descriptors")
+    if output is not None:
+        check_outputs([output], overwrite)
+    with library_errors():
+        index = load_index(index_folder, mmap=True, parameters=parameters)
+        with progress_bar(verbosity, "Encoding queries") as progress:
+            found = read_queries(
+                list(queries),
+                index,
+                codebook,
+                keep_descriptors=spatial,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
+        if found.report is not None:
+            report_skipped(found.report)
+        expansion = QueryExpansion(qe_neighbours, qe_alpha) if "qe" in rerank else None
+        results = index.search(
+            found.vectors, k, query_names=found.names, expansion=expansion
+        )
+        if spatial:
+            results = rerank_spatially(
+                results,
+                found.descriptor_sets,
+                DescriptorSets.load(database_descriptors),
+                depth=rerank_depth,
+                n_jobs=n_jobs,
+            )
+        if output is not None:
+            results.write(output)
+    for note in results.notes:
+        logger.warning(note)
+    for result in results:
+        if result.reason:
+            logger.warning("%s: %s", result.query, result.reason)
+    if output is None:
+        _print_table(results)
+    else:
+        logger.info(
+            "wrote the best %s of %s to %s",
+            count(k, "image"),
+            count(len(results), "query", "queries"),
+            output,
+        )
+
+
+def _print_table(results: SearchResults) -> None:
+    """Query, rank, score and name, one result a line, on stdout."""
+    for result in results:
+        for rank, (name, score) in enumerate(
+            zip(result.names, result.scores, strict=True), start=1
+        ):
+            click.echo(f"{result.query}\t{rank}\t{score:.4f}\t{name}")

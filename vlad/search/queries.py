@@ -1,0 +1,163 @@
+"""Query vectors for an index: read from a vectors file, or made from images or
+descriptors exactly as the index's own vectors were made."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vlad.core.codebook import Codebook
+from vlad.core.descriptors import DescriptorSets
+from vlad.core.encoding import encode
+from vlad.core.options import EncodingOptions
+from vlad.formats.descriptor_files import descriptor_file_in
+from vlad.formats.vectors import load_vectors
+from vlad.images.batch import BatchReport, encode_images, read_descriptor_sets
+from vlad.images.pool import Progress
+from vlad.images.sift import SiftOptions
+from vlad.search.index import VectorIndex
+
+__all__ = ["Queries", "read_queries", "source_record"]
+
+PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
+
+
+@dataclass(frozen=True)
+class Queries:
+    """Query vectors, their names and, when kept, their descriptors.
+
+    Attributes
+    ----------
+    vectors : ndarray of float32 of shape (n_queries, n_features)
+    names : list of str
+    descriptor_sets : DescriptorSets or None
+        The queries' descriptors with keypoints (for spatial verification).
+    report : BatchReport or None
+        Images skipped or without descriptors, when made from images.
+    """
+
+    vectors: np.ndarray
+    names: list[str]
+    descriptor_sets: DescriptorSets | None = None
+    report: BatchReport | None = None
+
+
+def source_record(vectors_record: dict | None) -> dict:
+    """What an index keeps of a vectors file's record: the codebook, descriptor
+    and encoding settings its queries must share."""
+    record = vectors_record or {}
+    return {
+        key: record[key]
+        for key in ("codebook", "descriptor", "encoding")
+        if key in record
+    }
+
+
+def read_queries(
+    inputs: PathOrPaths,
+    index: VectorIndex,
+    codebook: Codebook | str | os.PathLike | None = None,
+    *,
+    keep_descriptors: bool = False,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> Queries:
+    """Query vectors for ``index`` from a vectors file, descriptors or images.
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+        A vectors ``.npy`` written by ``vlad encode`` (its names beside it); or
+        a descriptors file; or image files and folders.
+    index : VectorIndex
+        Descriptors and images are encoded with the settings its vectors were
+        made with (``index.source``).
+    codebook : Codebook or path-like, optional
+        Needed for descriptors and images; must be the index's.
+    keep_descriptors : bool, default=False
+        Keep the queries' descriptors and keypoints (spatial verification
+        needs them). Without it, images are encoded a chunk at a time and
+        their descriptors dropped, so memory stays bounded.
+    n_jobs, progress
+        As in :func:`vlad.encode_images`.
+
+    Returns
+    -------
+    Queries
+
+    Raises
+    ------
+    ValueError
+        No codebook for images or descriptors, a codebook that is not the
+        index's, or a vectors file with descriptors asked for.
+    """
+    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    if (
+        len(paths) == 1
+        and Path(paths[0]).suffix.lower() == ".npy"
+        and Path(paths[0]).is_file()
+    ):
+        return _vectors_file_queries(Path(paths[0]), keep_descriptors)
+    if codebook is None:
+        raise ValueError(
+            "queries given as images or descriptors need the codebook the index's "
+            "vectors were made with"
+        )
+    if not isinstance(codebook, Codebook):
+        codebook = Codebook.load(codebook)
+    _check_codebook(codebook, index.source)
+    recorded = index.source.get("encoding")
+    options = EncodingOptions.from_record(recorded) if recorded else None
+    if not keep_descriptors:
+        encoded = encode_images(
+            inputs,
+            codebook,
+            options,
+            descriptor_options=_descriptor_options(index.source, inputs),
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        return Queries(encoded.vectors, encoded.names, None, encoded.report)
+    sets, report = read_descriptor_sets(
+        inputs,
+        _descriptor_options(index.source, inputs),
+        n_jobs=n_jobs,
+        progress=progress,
+    )
+    vectors = encode(sets, codebook, options, n_jobs=n_jobs)
+    return Queries(vectors, list(sets.names), sets, report)
+
+
+def _vectors_file_queries(path: Path, keep_descriptors: bool) -> Queries:
+    if keep_descriptors:
+        raise ValueError(
+            f"{path} holds vectors only; spatial verification needs the queries' "
+            "descriptors: give their images or descriptors file instead"
+        )
+    vectors, names, _ = load_vectors(path)
+    if names is None:
+        names = [str(row) for row in range(vectors.shape[0])]
+    return Queries(vectors, names)
+
+
+def _check_codebook(codebook: Codebook, source: dict) -> None:
+    expected = (source.get("codebook") or {}).get("fingerprint")
+    if expected is not None and codebook.fingerprint != expected:
+        raise ValueError(
+            f"the codebook (fingerprint {codebook.fingerprint}) is not the one the "
+            f"index's vectors were made with ({expected})"
+        )
+
+
+def _descriptor_options(source: dict, inputs: PathOrPaths) -> dict | None:
+    """The index's descriptor settings for images; none for descriptor files,
+    which were made already."""
+    if descriptor_file_in(inputs) is not None:
+        return None
+    recorded = SiftOptions.from_record(source.get("descriptor"))
+    return None if recorded is None else dataclasses.asdict(recorded)
