@@ -1,0 +1,244 @@
+"""Run vlad's search variants on the retrieval benchmark and tabulate them.
+
+::
+
+    python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 64]
+        [--power 0.5] [--pca 64] [--depth 20] [--json PATH]
+
+``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
+Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
+reused; the codebook is fitted on the database's descriptors only. Each
+variant indexes the database vectors, searches every query (the top 100),
+optionally re-ranks, and is evaluated with :func:`vlad.evaluation.evaluate`:
+mAP and Recall@k overall, per tier and per transform. Product-quantised
+indexes (faiss ``PQ{m}x{bits}``) give mAP against bytes per image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import vlad
+from benchmarks.report import machine_info
+from vlad.evaluation import evaluate, load_ground_truth
+from vlad.search import QueryExpansion, build_index
+from vlad.search.reranking import rerank_spatially
+
+__all__ = ["Prepared", "main", "prepare", "run_variants"]
+
+#: Results per query: deep enough for mAP on a database of a few hundred.
+K = 100
+#: faiss product quantisers: sub-vectors x bits each. Few bits, because
+#: k-means on a small database cannot train 256 centroids per sub-vector.
+PQ_FACTORIES = ("PQ8x4", "PQ16x4", "PQ32x4", "PQ16x6", "PQ32x6", "PQ64x6")
+
+
+@dataclass
+class Prepared:
+    """Descriptors, codebook and vectors of one benchmark folder."""
+
+    database: vlad.DescriptorSets
+    queries: vlad.DescriptorSets
+    database_vectors: np.ndarray
+    query_vectors: np.ndarray
+    ground_truth: dict
+    seconds: dict
+
+
+def prepare(
+    dataset: Path, work: Path, clusters: int, power: float, n_jobs: int | None
+) -> Prepared:
+    """Extract (or reuse) descriptors, fit the codebook, encode both sides."""
+    work.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    sets = {}
+    for part in ("database", "queries"):
+        cache = work / f"{part}.npz"
+        start = time.perf_counter()
+        if cache.exists():
+            sets[part] = vlad.DescriptorSets.load(cache)
+        else:
+            sets[part], _ = vlad.extract_images(dataset / part, n_jobs=n_jobs)
+            sets[part].save(cache)
+        seconds[f"descriptors of {part}"] = time.perf_counter() - start
+    start = time.perf_counter()
+    codebook = vlad.fit_codebook(sets["database"], clusters, seed=0)
+    seconds["codebook"] = time.perf_counter() - start
+    options = vlad.EncodingOptions(power=power)
+    start = time.perf_counter()
+    database_vectors = vlad.encode(sets["database"], codebook, options)
+    query_vectors = vlad.encode(sets["queries"], codebook, options)
+    seconds["encoding"] = time.perf_counter() - start
+    return Prepared(
+        sets["database"],
+        sets["queries"],
+        database_vectors,
+        query_vectors,
+        load_ground_truth(dataset / "ground_truth.json"),
+        seconds,
+    )
+
+
+def _variant(
+    prepared: Prepared,
+    label: str,
+    *,
+    pca: int | None = None,
+    factory: str | None = None,
+    expansion: QueryExpansion | None = None,
+    depth: int | None = None,
+    n_jobs: int | None = None,
+) -> dict:
+    index = build_index(
+        prepared.database_vectors, prepared.database.names, pca=pca, factory=factory
+    )
+    start = time.perf_counter()
+    results = index.search(
+        prepared.query_vectors,
+        K,
+        query_names=prepared.queries.names,
+        expansion=expansion,
+    )
+    search_seconds = time.perf_counter() - start
+    spatial_seconds = 0.0
+    if depth:
+        start = time.perf_counter()
+        results = rerank_spatially(
+            results, prepared.queries, prepared.database, depth=depth, n_jobs=n_jobs
+        )
+        spatial_seconds = time.perf_counter() - start
+    evaluation = evaluate(results.rankings(), prepared.ground_truth, ks=(1, 5, 10))
+    n_queries = len(prepared.queries)
+    return {
+        "variant": label,
+        "pca": pca,
+        "factory": factory,
+        "query_expansion": None if expansion is None else expansion.record(),
+        "spatial_depth": depth,
+        "bytes_per_image": index.bytes_per_image,
+        "ms_per_query_search": 1000 * search_seconds / n_queries,
+        "ms_per_query_spatial": 1000 * spatial_seconds / n_queries,
+        "evaluation": evaluation.to_dict(),
+    }
+
+
+def run_variants(
+    prepared: Prepared, pca: int, depth: int, n_jobs: int | None
+) -> list[dict]:
+    """Plain VLAD, + whitening, + query expansion, + spatial verification, and
+    product-quantised codes."""
+    qe = QueryExpansion()
+    rows = [
+        _variant(prepared, "VLAD"),
+        _variant(prepared, f"+ whitening (PCA {pca})", pca=pca),
+        _variant(prepared, "+ query expansion", expansion=qe),
+        _variant(prepared, f"+ whitening + QE", pca=pca, expansion=qe),
+        _variant(prepared, f"+ spatial (top {depth})", depth=depth, n_jobs=n_jobs),
+        _variant(
+            prepared,
+            f"+ whitening + QE + spatial",
+            pca=pca,
+            expansion=qe,
+            depth=depth,
+            n_jobs=n_jobs,
+        ),
+    ]
+    for factory in PQ_FACTORIES:
+        rows.append(
+            _variant(prepared, f"+ whitening, faiss {factory}", pca=pca, factory=factory)
+        )
+    return rows
+
+
+def _percent(value) -> str:
+    return "   -  " if value is None else f"{100 * value:6.2f}"
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The variants as a Markdown table: overall and per tier."""
+    tiers = sorted({tag for row in rows for tag in row["evaluation"]["by_tag"]} & {"easy", "hard"})
+    header = ["variant", "bytes/image", "mAP", "R@1", "R@10"]
+    header += [f"{tier} mAP" for tier in tiers] + ["ms/query"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        mean = row["evaluation"]["mean"]
+        by_tag = row["evaluation"]["by_tag"]
+        cells = [
+            row["variant"],
+            str(row["bytes_per_image"]),
+            _percent(mean["mAP"]),
+            _percent(mean["recall@1"]),
+            _percent(mean["recall@10"]),
+        ]
+        cells += [_percent(by_tag[tier]["mAP"]) for tier in tiers]
+        cells.append(f"{row['ms_per_query_search'] + row['ms_per_query_spatial']:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def format_by_transform(row: dict) -> str:
+    """One variant's mAP and Recall@1 per transform tag."""
+    by_tag = row["evaluation"]["by_tag"]
+    lines = [
+        f"{row['variant']}: per transform",
+        "| transform | queries | mAP | R@1 |",
+        "|---|---|---|---|",
+    ]
+    for tag in sorted(by_tag):
+        if tag in ("easy", "hard"):
+            continue
+        values = by_tag[tag]
+        lines.append(
+            f"| {tag} | {values['n_queries']} | {_percent(values['mAP'])} | "
+            f"{_percent(values['recall@1'])} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval.run")
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--work", type=Path)
+    parser.add_argument("--clusters", type=int, default=64)
+    parser.add_argument("--power", type=float, default=0.5)
+    parser.add_argument("--pca", type=int, default=64)
+    parser.add_argument("--depth", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--json", type=Path)
+    arguments = parser.parse_args(argv)
+    work = arguments.work or arguments.dataset / "work"
+    prepared = prepare(
+        arguments.dataset, work, arguments.clusters, arguments.power, arguments.jobs
+    )
+    rows = run_variants(prepared, arguments.pca, arguments.depth, arguments.jobs)
+    print(
+        f"{len(prepared.database)} database images, {len(prepared.queries)} queries, "
+        f"K={arguments.clusters}, power={arguments.power}"
+    )
+    print(format_rows(rows))
+    print()
+    print(format_by_transform(rows[0]))
+    print()
+    print(format_by_transform(rows[-len(PQ_FACTORIES) - 1]))
+    if arguments.json:
+        report = {
+            "machine": machine_info(),
+            "dataset": str(arguments.dataset),
+            "settings": vars(arguments) | {"dataset": None, "work": None, "json": None},
+            "preparation_seconds": prepared.seconds,
+            "variants": rows,
+        }
+        arguments.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
