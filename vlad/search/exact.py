@@ -144,6 +144,8 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     ([[0.9, 0.5]], [[1, 0]])
     """
     n_rows, n_columns = scores.shape
+    if k == 0:
+        return scores[:, :0].copy(), np.zeros((n_rows, 0), dtype=np.int64)
     if k < n_columns:
         columns = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         values = np.take_along_axis(scores, columns, axis=1)

@@ -15,9 +15,14 @@ from vlad.formats.files import (
     save_record_archive,
 )
 
-__all__ = ["PCAWhitening", "fit_whitening", "nonzero_rows"]
+__all__ = ["MAX_EXACT_SIDE", "PCAWhitening", "fit_whitening", "nonzero_rows"]
 
 FORMAT_VERSION = 1
+#: Up to this many vectors or dimensions (a float64 matrix of at most 512 MiB),
+#: the principal axes come from an exact eigendecomposition.
+MAX_EXACT_SIDE = 8192
+#: Rows (or columns) of the vectors converted to float64 at a time.
+BLOCK_BYTES = 64 << 20
 
 
 def nonzero_rows(vectors: np.ndarray) -> np.ndarray:
@@ -145,10 +150,19 @@ def fit_whitening(
 ) -> PCAWhitening:
     """Learn a PCA-whitening from database vectors.
 
-    Uses scikit-learn's :class:`~sklearn.decomposition.PCA`. All-zero rows
-    (images without descriptors) are left out. Axes whose variance is zero
-    (more components asked than the vectors span) are refused rather than
-    divided by zero.
+    The principal axes are the eigenvectors of the vectors' covariance
+    matrix, computed in float64 a block of rows at a time (or of their Gram
+    matrix, when there are fewer vectors than dimensions), so the small
+    variances that whitening divides by are exact. When both the vectors and
+    their dimensions outnumber :data:`MAX_EXACT_SIDE`, scikit-learn's
+    randomised PCA finds the leading axes instead, with enough oversampling
+    and power iterations to get their variances within a fraction of a
+    percent. All-zero rows (images without descriptors) are left out.
+
+    Directions the vectors do not span (duplicated images, fewer images than
+    dimensions) have a variance of zero up to rounding; dividing by it would
+    blow rounding noise up into the strongest direction, so they are never
+    kept: by default every spanned axis is, and asking for more is refused.
 
     Parameters
     ----------
@@ -160,7 +174,7 @@ def fit_whitening(
     power : float, default=1.0
         1 whitens fully, 0 only projects (PCA), values between partly.
     random_state : int, default=0
-        Seed of the randomised solver that scikit-learn picks for large inputs.
+        Seed of the randomised solver used for the largest inputs.
 
     Returns
     -------
@@ -185,12 +199,13 @@ def fit_whitening(
     >>> whitening = fit_whitening(vectors, 4)
     >>> whitening.transform(vectors).shape
     (50, 4)
+    >>> duplicated = np.vstack([vectors[:5], vectors[:5]])
+    >>> fit_whitening(duplicated).n_components
+    4
     """
-    from sklearn.decomposition import PCA
-
     vectors = as_float_matrix(vectors, "vectors", dtype=np.float32)
     check_finite(vectors, "vectors")
-    if isinstance(power, bool) or not isinstance(power, (int, float)):
+    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
         raise TypeError(f"power must be a number in [0, 1]; got {power!r}")
     if not 0 <= power <= 1:
         raise ValueError(f"power must be in [0, 1]; got {power!r}")
@@ -201,24 +216,109 @@ def fit_whitening(
             f"whitening needs at least 2 non-zero vectors; got {n_vectors}"
         )
     spanned = min(n_vectors - 1, n_features)
+    if n_components is not None:
+        n_components = check_positive_int(n_components, "n_components")
+        if n_components > spanned:
+            raise ValueError(
+                f"n_components={n_components} is more than {n_vectors} vectors of "
+                f"{n_features} dimensions span (at most {spanned})"
+            )
+    mean = vectors.mean(axis=0, dtype=np.float64)
+    # Rounding leaves a variance of about eps * total on the directions not
+    # spanned; anything below this bound is one of them.
+    tolerance = (
+        _total_variance(vectors, mean)
+        * max(n_vectors, n_features)
+        * np.finfo(np.float64).eps
+    )
+    if min(n_vectors, n_features) <= MAX_EXACT_SIDE:
+        variances, components = _exact_axes(vectors, mean, tolerance)
+    else:
+        variances, components = _randomised_axes(vectors, n_components, random_state)
+        spanned_axes = variances > tolerance
+        variances, components = variances[spanned_axes], components[spanned_axes]
+    rank = variances.shape[0]
     if n_components is None:
-        n_components = spanned
-    n_components = check_positive_int(n_components, "n_components")
-    if n_components > spanned:
+        n_components = rank
+    elif n_components > rank:
         raise ValueError(
-            f"n_components={n_components} is more than {n_vectors} vectors of "
-            f"{n_features} dimensions span (at most {spanned})"
+            f"n_components={n_components} but the vectors span only {rank} "
+            "directions (duplicated images?); ask for fewer components"
         )
-    pca = PCA(n_components=n_components, random_state=random_state).fit(vectors)
-    variance = pca.explained_variance_.astype(np.float32)
-    if not np.all(variance > np.finfo(np.float32).tiny):
-        raise ValueError(
-            f"the vectors span fewer than n_components={n_components} directions; "
-            "ask for fewer components"
-        )
+    if n_components == 0:
+        raise ValueError("the non-zero vectors are all equal: nothing to whiten")
     return PCAWhitening(
-        pca.mean_.astype(np.float32),
-        pca.components_.astype(np.float32),
-        variance,
+        mean.astype(np.float32),
+        np.ascontiguousarray(components[:n_components], dtype=np.float32),
+        variances[:n_components].astype(np.float32),
         float(power),
     )
+
+
+def _exact_axes(
+    vectors: np.ndarray, mean: np.ndarray, tolerance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The axes of variance above ``tolerance``, strongest first, from a float64
+    eigendecomposition of the covariance (or, with fewer vectors than
+    dimensions, Gram) matrix."""
+    n_vectors, n_features = vectors.shape
+    if n_features <= n_vectors:
+        covariance = np.zeros((n_features, n_features))
+        step = max(1, BLOCK_BYTES // (8 * n_features))
+        for start in range(0, n_vectors, step):
+            centred = vectors[start : start + step].astype(np.float64) - mean
+            covariance += centred.T @ centred
+        values, axes = np.linalg.eigh(covariance / (n_vectors - 1))
+        kept = values > tolerance
+        return values[kept][::-1], axes[:, kept][:, ::-1].T
+    # Fewer vectors than dimensions: the Gram matrix has the same non-zero
+    # eigenvalues, and X^T v / sqrt(lambda) are the covariance's eigenvectors.
+    gram = np.zeros((n_vectors, n_vectors))
+    step = max(1, BLOCK_BYTES // (8 * n_vectors))
+    for start in range(0, n_features, step):
+        centred = vectors[:, start : start + step].astype(np.float64)
+        centred -= mean[start : start + step]
+        gram += centred @ centred.T
+    values, weights = np.linalg.eigh(gram)
+    kept = values > tolerance * (n_vectors - 1)
+    values, weights = values[kept][::-1], weights[:, kept][:, ::-1]
+    weights /= np.sqrt(values)
+    components = np.empty((values.shape[0], n_features))
+    for start in range(0, n_features, step):
+        centred = vectors[:, start : start + step].astype(np.float64)
+        centred -= mean[start : start + step]
+        components[:, start : start + step] = (centred.T @ weights).T
+    return values / (n_vectors - 1), components
+
+
+def _randomised_axes(
+    vectors: np.ndarray, n_components: int | None, random_state: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The leading axes by scikit-learn's PCA, randomised when fewer are asked."""
+    from sklearn.decomposition import PCA
+
+    if n_components is None:
+        pca = PCA(svd_solver="full")
+    else:
+        # One oversample per component and ten power iterations: scikit-learn's
+        # defaults (10 and 4 to 7) leave the variances of the last components
+        # several percent off, and whitening divides by them.
+        pca = PCA(
+            n_components,
+            svd_solver="randomized",
+            n_oversamples=max(10, n_components),
+            iterated_power=10,
+            random_state=random_state,
+        )
+    pca.fit(vectors)
+    return pca.explained_variance_.astype(np.float64), pca.components_
+
+
+def _total_variance(vectors: np.ndarray, mean: np.ndarray) -> float:
+    """Sum of the per-dimension variances (the covariance's trace), in float64."""
+    total = 0.0
+    step = max(1, BLOCK_BYTES // (8 * vectors.shape[1]))
+    for start in range(0, vectors.shape[0], step):
+        centred = vectors[start : start + step].astype(np.float64) - mean
+        total += float(np.einsum("ij,ij->", centred, centred))
+    return total / (vectors.shape[0] - 1)
