@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["QueryExpansion", "augment_database", "expand_queries"]
+__all__ = [
+    "QueryExpansion",
+    "augment_database",
+    "expand_queries",
+    "search_expanded",
+]
 
 
 @dataclass(frozen=True)
@@ -143,3 +148,39 @@ def augment_database(
             vectors[start:stop], vectors[rows], scores, alpha=expansion.alpha
         )
     return augmented
+
+
+def search_expanded(
+    store,
+    queries: np.ndarray,
+    scores: np.ndarray,
+    positions: np.ndarray,
+    expansion: QueryExpansion,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Search ``store`` again with each query expanded by its first results.
+
+    Parameters
+    ----------
+    store : ExactStore or FaissStore
+        What was searched: ``search(queries, k)``, ``reconstruct(rows)`` and
+        ``dimension``.
+    queries : ndarray of float32 of shape (n_queries, n_dimensions)
+    scores, positions : ndarray of shape (n_queries, k)
+        The first search's results; a position of -1 (an approximate index
+        that found fewer) weighs nothing.
+    expansion : QueryExpansion
+
+    Returns
+    -------
+    scores, positions : ndarray of shape (n_queries, k)
+        The second search's results.
+    """
+    depth = min(expansion.neighbours, positions.shape[1])
+    top = positions[:, :depth]
+    weights = np.where(top >= 0, scores[:, :depth], 0.0)
+    neighbours = np.array(
+        store.reconstruct(np.maximum(top, 0)), dtype=np.float32
+    ).reshape(*top.shape, store.dimension)
+    neighbours[top < 0] = 0
+    expanded = expand_queries(queries, neighbours, weights, alpha=expansion.alpha)
+    return store.search(expanded, positions.shape[1])

@@ -17,12 +17,17 @@ from numpy.typing import ArrayLike
 
 from vlad._version import __version__
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
-from vlad.formats.files import check_format_version
+from vlad.formats.files import check_format_version, read_numpy_file
 from vlad.formats.folders import replace_folder
 from vlad.search.exact import ExactStore
-from vlad.search.expansion import QueryExpansion, augment_database, expand_queries
+from vlad.search.expansion import QueryExpansion, augment_database, search_expanded
 from vlad.search.faiss_store import FaissStore
-from vlad.search.results import QueryResult, SearchResults, results_from_arrays
+from vlad.search.results import (
+    QueryResult,
+    SearchResults,
+    empty_result,
+    results_from_arrays,
+)
 from vlad.search.whitening import PCAWhitening, fit_whitening, nonzero_rows
 
 __all__ = ["VectorIndex", "build_index", "load_index"]
@@ -54,6 +59,9 @@ class VectorIndex:
     source : dict, optional
         How the vectors were made (codebook fingerprint, encoding settings),
         JSON-serialisable; queries encoded from images must match it.
+    augmentation : QueryExpansion, optional
+        The database-side augmentation the stored vectors were built with
+        (recorded; :meth:`add` does not apply it).
     """
 
     def __init__(
@@ -65,6 +73,7 @@ class VectorIndex:
         *,
         whitening: PCAWhitening | None = None,
         source: dict | None = None,
+        augmentation: QueryExpansion | None = None,
     ):
         self.store = store
         self.names = list(names)
@@ -72,6 +81,7 @@ class VectorIndex:
         self.n_features = n_features
         self.whitening = whitening
         self.source = dict(source or {})
+        self.augmentation = augmentation
 
     @classmethod
     def build(
@@ -111,6 +121,7 @@ class VectorIndex:
             n_features,
             whitening=whitening,
             source=source,
+            augmentation=augmentation,
         )
 
     @property
@@ -212,13 +223,13 @@ class VectorIndex:
             record["query_expansion"] = expansion.record()
         if stored == 0:
             reason = "the index holds no image with descriptors"
-            results = [_empty(name, reason) for name in query_names]
+            results = [empty_result(name, reason) for name in query_names]
             return SearchResults(results, record, notes)
         transformed = _transformed(queries[has_vector], self.whitening)
         scores, positions = self.store.search(transformed, min(k, stored))
         if expansion is not None:
-            scores, positions = self._expanded_search(
-                transformed, scores, positions, expansion
+            scores, positions = search_expanded(
+                self.store, transformed, scores, positions, expansion
             )
         rows = np.where(positions >= 0, self.rows[np.maximum(positions, 0)], -1)
         found = iter(
@@ -236,7 +247,7 @@ class VectorIndex:
         results = []
         for name, has in zip(query_names, has_vector, strict=True):
             if not has:
-                results.append(_empty(name, NO_DESCRIPTORS))
+                results.append(empty_result(name, NO_DESCRIPTORS))
                 continue
             result = next(found)
             if len(result.names) < min(k, stored):
@@ -251,19 +262,6 @@ class VectorIndex:
             results.append(result)
         return SearchResults(results, record, notes)
 
-    def _expanded_search(self, queries, scores, positions, expansion):
-        depth = min(expansion.neighbours, positions.shape[1])
-        top = positions[:, :depth]
-        # An approximate index may return -1 for missing neighbours: they
-        # weigh nothing.
-        weights = np.where(top >= 0, scores[:, :depth], 0.0)
-        neighbours = self.store.reconstruct(np.maximum(top, 0)).reshape(
-            *top.shape, self.dimension
-        )
-        neighbours[top < 0] = 0
-        expanded = expand_queries(queries, neighbours, weights, alpha=expansion.alpha)
-        return self.store.search(expanded, positions.shape[1])
-
     def record(self) -> dict:
         """JSON description of the index."""
         return {
@@ -275,6 +273,9 @@ class VectorIndex:
             "parameters": self.store.parameters,
             "bytes_per_image": self.bytes_per_image,
             "whitening": None if self.whitening is None else self.whitening.record(),
+            "augmentation": (
+                None if self.augmentation is None else self.augmentation.record()
+            ),
         }
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
@@ -404,18 +405,22 @@ def load_index(
     names = _read_json(folder / "names.json", list)
     factory = record.get("factory")
     if factory is None:
-        store = ExactStore.load(folder / "vectors.npy", mmap=mmap)
+        store = ExactStore.load(_member(folder, "vectors.npy"), mmap=mmap)
     else:
         store = FaissStore.load(
-            folder / "vectors.faiss", factory, parameters or record.get("parameters")
+            _member(folder, "vectors.faiss"),
+            factory,
+            parameters or record.get("parameters"),
         )
     whitening = None
     if record.get("whitening") is not None:
-        whitening = PCAWhitening.load(folder / "whitening.npz")
-    rows = np.load(folder / "rows.npy", allow_pickle=False)
+        whitening = PCAWhitening.load(_member(folder, "whitening.npz"))
+    rows = read_numpy_file(_member(folder, "rows.npy"), "vlad index rows file")
+    augmentation = _augmentation(folder, record.get("augmentation"))
     n_features = record.get("n_features")
     consistent = (
         all(isinstance(name, str) for name in names)
+        and isinstance(rows, np.ndarray)
         and rows.ndim == 1
         and rows.dtype.kind == "i"
         and rows.shape[0] == len(store)
@@ -436,16 +441,33 @@ def load_index(
         n_features,
         whitening=whitening,
         source=source if isinstance(source, dict) else None,
+        augmentation=augmentation,
     )
 
 
-def _read_json(path: Path, kind: type):
+def _member(folder: Path, name: str) -> Path:
+    """The path of a file the index folder must hold."""
+    path = folder / name
+    if not path.is_file():
+        raise ValueError(f"{folder} is a damaged vlad index: no {name}")
+    return path
+
+
+def _augmentation(folder: Path, recorded) -> QueryExpansion | None:
+    if recorded is None:
+        return None
     try:
-        value = json.loads(path.read_text(errors="surrogateescape"))
-    except FileNotFoundError:
+        return QueryExpansion(recorded["neighbours"], recorded["alpha"])
+    except (KeyError, TypeError, ValueError):
         raise ValueError(
-            f"{path.parent} is a damaged vlad index: no {path.name}"
+            f"{folder} is a damaged vlad index: augmentation={recorded!r}"
         ) from None
+
+
+def _read_json(path: Path, kind: type):
+    text = _member(path.parent, path.name).read_bytes()
+    try:
+        value = json.loads(text)
     except ValueError as error:
         raise ValueError(f"{path} is damaged: {error}") from None
     if not isinstance(value, kind):
@@ -476,8 +498,3 @@ def _checked_names(names, count: int, what: str, first: int = 0) -> list[str]:
 
 def _transformed(vectors: np.ndarray, whitening: PCAWhitening | None) -> np.ndarray:
     return vectors if whitening is None else whitening.transform(vectors)
-
-
-def _empty(name: str, reason: str) -> QueryResult:
-    nothing = np.zeros(0, dtype=np.float32)
-    return QueryResult(name, (), nothing, np.zeros(0, dtype=np.int64), reason)

@@ -26,6 +26,7 @@ __all__ = [
     "RESULT_SUFFIXES",
     "QueryResult",
     "SearchResults",
+    "empty_result",
     "read_rankings",
     "results_from_arrays",
 ]
@@ -314,3 +315,14 @@ def results_from_arrays(
             )
         )
     return results
+
+
+def empty_result(query: str, reason: str) -> QueryResult:
+    """A query that found nothing, and why."""
+    return QueryResult(
+        query,
+        (),
+        np.zeros(0, dtype=np.float32),
+        np.zeros(0, dtype=np.int64),
+        reason,
+    )
