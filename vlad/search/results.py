@@ -4,7 +4,9 @@ Three file formats, chosen by the file's suffix:
 
 - ``.json``: every query with its ranked names and scores, the reason when it
   has none, and how the search was made;
-- ``.csv``: one row per hit, ``query,rank,name,score`` (rank from 1);
+- ``.csv``: one row per hit, ``query,rank,name,score`` (rank from 1), as
+  RFC 4180 says (CRLF line ends; fields with commas, quotes or line breaks
+  quoted);
 - ``.txt``: hloc-style retrieval pairs, ``query name`` per line, best first.
 """
 
@@ -144,7 +146,10 @@ class SearchResults:
 
     def _csv_text(self) -> str:
         buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
+        # With CRLF line ends, the csv module quotes every field holding a
+        # carriage return or a line feed; with "\n" alone, a name holding "\r"
+        # is written bare and cannot be read back.
+        writer = csv.writer(buffer, lineterminator="\r\n")
         writer.writerow(["query", "rank", "name", "score"])
         for result in self.queries:
             for rank, (name, score) in enumerate(
@@ -262,7 +267,13 @@ def _text(value) -> str:
 
 
 def _csv_rankings(path: Path, text: str) -> dict[str, list[str]]:
-    rows = list(csv.reader(io.StringIO(text)))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        rows = list(reader)
+    except csv.Error as error:
+        raise ValueError(
+            f"{path}, line {reader.line_num}: not CSV as vlad writes it ({error})"
+        ) from None
     if not rows or rows[0] != ["query", "rank", "name", "score"]:
         raise ValueError(
             f"{path} is not a vlad results CSV: its first line must be "
