@@ -39,6 +39,28 @@ def _faiss_error(error: Exception, action: str) -> ValueError:
     return ValueError(f"faiss could not {action}: {message.strip()}")
 
 
+def _code_bytes(faiss, index) -> int | None:
+    """Bytes of one vector's code in ``index``, or None where faiss has none."""
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexIVF):
+        # Not sa_code_size(), which adds the bytes of a list number that an
+        # inverted list does not store.
+        return int(index.code_size)
+    if isinstance(index, faiss.IndexRefine):
+        codes = [_code_bytes(faiss, index.base_index)]
+        codes.append(_code_bytes(faiss, index.refine_index))
+        return None if None in codes else sum(codes)
+    # A transform before an index (PCA, OPQ) or a graph over a storage (HNSW).
+    for attribute in ("index", "storage"):
+        nested = getattr(index, attribute, None)
+        if nested is not None:
+            return _code_bytes(faiss, nested)
+    try:
+        return int(index.sa_code_size())
+    except RuntimeError:
+        return None
+
+
 class FaissStore:
     """Vectors kept in a faiss index, searched by inner product.
 
@@ -122,12 +144,15 @@ class FaissStore:
 
     @property
     def bytes_per_vector(self) -> int:
-        """Bytes of one vector's code (what the database costs per image)."""
-        try:
-            return int(self.index.sa_code_size())
-        except RuntimeError:
-            # Indexes without standalone codes (HNSW over flat storage).
-            return 4 * self.dimension
+        """Bytes of one vector's code: ``M * nbits / 8`` for ``PQ{M}x{nbits}``,
+        one per dimension for ``SQ8``, four for flat storage.
+
+        The code is what compression is measured by; beside it an inverted
+        list (``IVF``) keeps an 8-byte id per vector, and a graph (``HNSW``)
+        its links. A refined index (``RFlat``) counts both of its codes.
+        """
+        code_bytes = _code_bytes(require_faiss(), self.index)
+        return 4 * self.dimension if code_bytes is None else code_bytes
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Best ``k`` by (approximate) inner product; rows may end in -1."""
