@@ -93,24 +93,30 @@ def read_queries(
     Raises
     ------
     ValueError
-        No codebook for images or descriptors, a codebook that is not the
-        index's, or a vectors file with descriptors asked for.
+        No codebook for images or descriptors, a codebook (given, or named by
+        a vectors file's record) that is not the index's, or a vectors file
+        with descriptors asked for.
     """
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    if codebook is not None and not isinstance(codebook, Codebook):
+        codebook = Codebook.load(codebook)
+    if codebook is not None:
+        _check_fingerprint(
+            codebook.fingerprint,
+            index.source,
+            f"the codebook has fingerprint {codebook.fingerprint}",
+        )
     if (
         len(paths) == 1
         and Path(paths[0]).suffix.lower() == ".npy"
         and Path(paths[0]).is_file()
     ):
-        return _vectors_file_queries(Path(paths[0]), keep_descriptors)
+        return _vectors_file_queries(Path(paths[0]), index, keep_descriptors)
     if codebook is None:
         raise ValueError(
             "queries given as images or descriptors need the codebook the index's "
             "vectors were made with"
         )
-    if not isinstance(codebook, Codebook):
-        codebook = Codebook.load(codebook)
-    _check_codebook(codebook, index.source)
     recorded = index.source.get("encoding")
     options = EncodingOptions.from_record(recorded) if recorded else None
     if not keep_descriptors:
@@ -133,24 +139,34 @@ def read_queries(
     return Queries(vectors, list(sets.names), sets, report)
 
 
-def _vectors_file_queries(path: Path, keep_descriptors: bool) -> Queries:
+def _vectors_file_queries(
+    path: Path, index: VectorIndex, keep_descriptors: bool
+) -> Queries:
     if keep_descriptors:
         raise ValueError(
             f"{path} holds vectors only; spatial verification needs the queries' "
             "descriptors: give their images or descriptors file instead"
         )
-    vectors, names, _ = load_vectors(path)
+    vectors, names, record = load_vectors(path)
+    fingerprint = ((record or {}).get("codebook") or {}).get("fingerprint")
+    if fingerprint is not None:
+        _check_fingerprint(
+            fingerprint,
+            index.source,
+            f"the vectors of {path} were made with codebook {fingerprint}",
+        )
     if names is None:
         names = [str(row) for row in range(vectors.shape[0])]
     return Queries(vectors, names)
 
 
-def _check_codebook(codebook: Codebook, source: dict) -> None:
+def _check_fingerprint(fingerprint: str, source: dict, mismatch: str) -> None:
+    """Refuse queries of another codebook than the index's (when both are known):
+    their vectors would have the right length and mean nothing."""
     expected = (source.get("codebook") or {}).get("fingerprint")
-    if expected is not None and codebook.fingerprint != expected:
+    if expected is not None and fingerprint != expected:
         raise ValueError(
-            f"the codebook (fingerprint {codebook.fingerprint}) is not the one the "
-            f"index's vectors were made with ({expected})"
+            f"{mismatch}, but the index's vectors were made with codebook {expected}"
         )
 
 

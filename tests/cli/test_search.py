@@ -1,0 +1,329 @@
+"""``vlad search`` on the bundled photos: queries as vectors, descriptors or
+images, results as a table or files, re-ranking, and one-line errors; the
+Quick start's search."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from photos import DATA, PHOTOS
+
+import vlad
+from vlad.formats.vectors import load_vectors
+from vlad.search import QueryExpansion, load_index, read_rankings
+from vlad.search.spatial import spatial_rerank
+
+from .conftest import FAST, run
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, codebook_path):
+    """The bundled photos encoded with the fast codebook, their index, and
+    their descriptors from ``vlad extract`` (with keypoints)."""
+    folder = tmp_path_factory.mktemp("search")
+    run("encode", DATA, "-c", codebook_path, "-o", folder / "v.npy")
+    run("index", folder / "v.npy", "-o", folder / "index")
+    run("extract", DATA, *FAST, "-o", folder / "descriptors.npz")
+    return folder
+
+
+def table(output: str) -> list[tuple[str, int, float, str]]:
+    """The rows of the table ``vlad search`` prints: query, rank, score, name."""
+    rows = []
+    for line in output.splitlines():
+        query, rank, score, name = line.split("\t")
+        rows.append((query, int(rank), float(score), name))
+    return rows
+
+
+def test_help_shows_examples():
+    assert "Examples:" in run("search", "--help").output
+
+
+def test_vectors_file_queries_print_the_library_s_results(built):
+    result = run("search", built / "index", built / "v.npy", "-k", 3)
+    rows = table(result.stdout)
+    vectors, names, _ = load_vectors(built / "v.npy")
+    expected = load_index(built / "index").search(vectors, 3, query_names=names)
+    assert [(q, rank, name) for q, rank, _, name in rows] == [
+        (found.query, rank, name)
+        for found in expected
+        for rank, name in enumerate(found.names, start=1)
+    ]
+    np.testing.assert_allclose(
+        [score for *_, score, _ in rows],
+        np.concatenate([found.scores for found in expected]),
+        atol=5e-5,
+    )
+    # Every photo finds itself first.
+    assert [(q, name, score) for q, rank, score, name in rows if rank == 1] == [
+        (name, name, 1.0) for name in PHOTOS
+    ]
+
+
+@pytest.mark.parametrize("given", ["file", "folder", "descriptors"])
+def test_images_and_descriptors_are_encoded_as_the_index_s_vectors(
+    built, codebook_path, given
+):
+    query = {
+        "file": DATA / "chelsea.jpg",
+        "folder": DATA,
+        "descriptors": built / "descriptors.npz",
+    }[given]
+    result = run("search", built / "index", query, "-c", codebook_path, "-k", 2)
+    rows = table(result.stdout)
+    if given == "file":
+        assert rows[0] == ("chelsea.jpg", 1, 1.0, "chelsea.jpg")
+    else:
+        firsts = [(query, name) for query, rank, _, name in rows if rank == 1]
+        assert firsts == [(name, name) for name in PHOTOS]
+        assert all(score == 1.0 for _, rank, score, _ in rows if rank == 1)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".txt"])
+def test_results_files_hold_the_ranking_printed(built, suffix):
+    printed = table(run("search", built / "index", built / "v.npy", "-k", 4).stdout)
+    expected: dict[str, list[str]] = {}
+    for query, _, _, name in printed:
+        expected.setdefault(query, []).append(name)
+    output = built / f"results{suffix}"
+    result = run("search", built / "index", built / "v.npy", "-k", 4, "-o", output)
+    assert result.stdout == ""
+    assert f"wrote the best 4 images of 8 queries to {output}" in result.stderr
+    assert read_rankings(output) == expected
+    refused = run("search", built / "index", built / "v.npy", "-o", output, exit_code=1)
+    assert "already exists; pass --overwrite" in refused.stderr
+    run(
+        "search", built / "index", built / "v.npy", "-k", 1, "-o", output, "--overwrite"
+    )
+    assert all(len(names) == 1 for names in read_rankings(output).values())
+
+
+def test_an_unknown_results_suffix_is_a_usage_error(built, tmp_path):
+    result = run(
+        "search",
+        built / "index",
+        built / "v.npy",
+        "-o",
+        tmp_path / "r.tsv",
+        exit_code=2,
+    )
+    assert "must end in .json, .csv, .txt" in result.stderr
+
+
+def test_the_json_file_records_the_search(built, tmp_path):
+    output = tmp_path / "results.json"
+    run("search", built / "index", built / "v.npy", "-k", 20, "-o", output)
+    document = json.loads(output.read_text())
+    assert document["format"] == "vlad search results" and document["k"] == 20
+    assert document["index"]["n_images"] == 8
+    assert document["notes"] == [
+        "k=20 but the index holds 8 images with descriptors: each query gets at most 8"
+    ]
+    assert len(document["queries"]) == 8
+    assert all(len(entry["results"]) == 8 for entry in document["queries"])
+
+
+def test_k_larger_than_the_index_is_a_warning(built):
+    result = run("search", built / "index", built / "v.npy", "-k", 20)
+    assert "warning: k=20 but the index holds 8 images" in result.stderr
+    assert len(table(result.stdout)) == 64
+
+
+def test_query_expansion_equals_the_library_s(built, tmp_path):
+    output = tmp_path / "qe.json"
+    run(
+        "search", built / "index", built / "v.npy", "-k", 5, "-o", output,
+        "--rerank", "qe", "--qe-neighbours", 2, "--qe-alpha", 1,
+    )  # fmt: skip
+    vectors, names, _ = load_vectors(built / "v.npy")
+    expected = load_index(built / "index").search(
+        vectors, 5, query_names=names, expansion=QueryExpansion(2, 1.0)
+    )
+    assert read_rankings(output) == expected.rankings()
+    document = json.loads(output.read_text())
+    assert document["query_expansion"] == {"neighbours": 2, "alpha": 1.0}
+
+
+def test_spatial_reranking_counts_inliers_as_the_library_does(
+    built, codebook_path, tmp_path
+):
+    output = tmp_path / "spatial.json"
+    run(
+        "search", built / "index", DATA / "chelsea.jpg", "-c", codebook_path,
+        "-k", 4, "--rerank", "spatial", "--rerank-depth", 3,
+        "--database-descriptors", built / "descriptors.npz", "-o", output,
+    )  # fmt: skip
+    document = json.loads(output.read_text())
+    assert document["spatial_verification"]["depth"] == 3
+    (entry,) = document["queries"]
+    hits = entry["results"]
+    assert hits[0]["name"] == "chelsea.jpg" and hits[0]["inliers"] > 50
+    assert hits[-1]["inliers"] == -1  # beyond the depth: not verified
+    # The same verification by the library, on the same descriptors.
+    database = vlad.DescriptorSets.load(built / "descriptors.npz")
+    query, _ = vlad.extract_images(DATA / "chelsea.jpg", {"max_side": 256}, n_jobs=1)
+    run(
+        "search", built / "index", DATA / "chelsea.jpg", "-c", codebook_path,
+        "-k", 4, "-o", tmp_path / "plain.json",
+    )  # fmt: skip
+    (plain,) = read_rankings(tmp_path / "plain.json").values()
+    candidates = np.array([database.names.index(name) for name in plain])
+    ranking, inliers = spatial_rerank(
+        query.keypoints_of(0), query[0], candidates, database, depth=3
+    )
+    assert [hit["name"] for hit in hits] == [database.names[row] for row in ranking]
+    assert [hit["inliers"] for hit in hits] == inliers.tolist()
+
+
+def test_queries_without_descriptors_are_reported(built, codebook_path, tmp_path):
+    cv2.imwrite(str(tmp_path / "blank.png"), np.full((100, 120), 128, np.uint8))
+    (tmp_path / "chelsea.jpg").write_bytes((DATA / "chelsea.jpg").read_bytes())
+    result = run("search", built / "index", tmp_path, "-c", codebook_path, "-k", 1)
+    assert table(result.stdout) == [("chelsea.jpg", 1, 1.0, "chelsea.jpg")]
+    assert "warning: blank.png: no descriptors" in result.stderr
+
+
+def test_a_faiss_index_takes_search_parameters(built, tmp_path):
+    pytest.importorskip("faiss")
+    run("index", built / "v.npy", "-o", tmp_path / "ivf", "--factory", "IVF2,Flat")
+    exact = run("search", built / "index", built / "v.npy", "-k", 3).stdout
+    full = run(
+        "search", tmp_path / "ivf", built / "v.npy", "-k", 3, "--parameters", "nprobe=2"
+    ).stdout
+    assert [row[:2] + row[3:] for row in table(full)] == [
+        row[:2] + row[3:] for row in table(exact)
+    ]
+    np.testing.assert_allclose(
+        [row[2] for row in table(full)], [row[2] for row in table(exact)], atol=1e-4
+    )
+    bad = run(
+        "search", tmp_path / "ivf", built / "v.npy", "--parameters", "nope=1",
+        exit_code=1,
+    )  # fmt: skip
+    assert "faiss could not set 'nope=1'" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def other_codebook(built, tmp_path_factory):
+    """Another codebook of 16 centres on the same descriptors (another seed):
+    its vectors have the index's dimension and mean nothing to it."""
+    path = tmp_path_factory.mktemp("other") / "codebook.npz"
+    run("fit", built / "descriptors.npz", "-k", 16, "--seed", 1, "-o", path)
+    return path
+
+
+def one_line_error(result, message):
+    assert message in result.stderr, result.stderr
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+
+
+def test_a_codebook_other_than_the_index_s_is_refused(built, other_codebook):
+    for query in (DATA / "chelsea.jpg", built / "v.npy"):
+        result = run(
+            "search", built / "index", query, "-c", other_codebook, exit_code=1
+        )
+        one_line_error(result, "but the index's vectors were made with codebook")
+
+
+def test_query_vectors_of_another_codebook_are_refused(built, other_codebook, tmp_path):
+    run(
+        "encode",
+        built / "descriptors.npz",
+        "-c",
+        other_codebook,
+        "-o",
+        tmp_path / "q.npy",
+    )
+    result = run("search", built / "index", tmp_path / "q.npy", exit_code=1)
+    one_line_error(result, "were made with codebook")
+
+
+def test_query_vectors_of_another_dimension_are_refused(built, tmp_path):
+    np.save(tmp_path / "q.npy", np.ones((2, 10), np.float32))
+    result = run("search", built / "index", tmp_path / "q.npy", exit_code=1)
+    one_line_error(result, "queries have 10 dimensions; the index takes 2048")
+
+
+def test_spatial_reranking_needs_database_descriptors(built, codebook_path):
+    result = run(
+        "search", built / "index", DATA / "chelsea.jpg", "-c", codebook_path,
+        "--rerank", "spatial", exit_code=2,
+    )  # fmt: skip
+    assert "--rerank spatial needs --database-descriptors" in result.stderr
+
+
+def test_spatial_reranking_needs_the_queries_descriptors(built):
+    result = run(
+        "search", built / "index", built / "v.npy", "--rerank", "spatial",
+        "--database-descriptors", built / "descriptors.npz", exit_code=1,
+    )  # fmt: skip
+    one_line_error(result, "holds vectors only; spatial verification needs")
+
+
+def test_spatial_reranking_needs_descriptors_of_the_index_s_images(
+    built, codebook_path, tmp_path
+):
+    run("extract", DATA / "chelsea.jpg", *FAST, "-o", tmp_path / "one.npz")
+    result = run(
+        "search", built / "index", DATA / "coffee.jpg", "-c", codebook_path,
+        "--rerank", "spatial", "--database-descriptors", tmp_path / "one.npz",
+        exit_code=1,
+    )  # fmt: skip
+    one_line_error(result, "result images have no descriptors in the database")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda folder: folder.mkdir(), "no index.json"),
+        (lambda folder: None, "does not exist"),
+    ],
+)
+def test_what_is_not_an_index_is_refused(built, tmp_path, make, message):
+    make(tmp_path / "index")
+    result = run(
+        "search",
+        tmp_path / "index",
+        built / "v.npy",
+        exit_code=1 if message == "no index.json" else 2,
+    )
+    assert message in result.stderr
+
+
+def test_images_need_the_codebook(built):
+    result = run("search", built / "index", DATA / "chelsea.jpg", exit_code=1)
+    one_line_error(result, "need the codebook the index's vectors were made with")
+
+
+def test_the_quick_start_prints_chelsea_first_as_the_readme_shows(main_job, tmp_path):
+    """The README's Quick start line, after its fit and encode (main_job)."""
+    folder, _, _ = main_job
+    run("index", folder / "v.npy", "-o", tmp_path / "index")
+    result = run(
+        "search", tmp_path / "index", DATA / "chelsea.jpg",
+        "--codebook", folder / "codebook.npz", "-k", 3,
+    )  # fmt: skip
+    rows = table(result.stdout)
+    assert rows[0] == ("chelsea.jpg", 1, 1.0, "chelsea.jpg")
+    assert [name for *_, name in rows] == ["chelsea.jpg", "astronaut.jpg", "coffee.jpg"]
+    readme = README.read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "vlad search index data/chelsea.jpg --codebook codebook.npz -k 3" in (
+        quick_start
+    )
+    shown = re.search(r"```text\n(.*?)```", quick_start, re.S).group(1)
+    shown_rows = table(shown)
+    assert [row[:2] + row[3:] for row in shown_rows] == [
+        row[:2] + row[3:] for row in rows
+    ]
+    np.testing.assert_allclose(
+        [row[2] for row in shown_rows], [row[2] for row in rows], atol=1e-3
+    )
