@@ -327,3 +327,26 @@ def test_the_quick_start_prints_chelsea_first_as_the_readme_shows(main_job, tmp_
     np.testing.assert_allclose(
         [row[2] for row in shown_rows], [row[2] for row in rows], atol=1e-3
     )
+
+
+def test_names_that_are_not_utf8_print_as_their_bytes(tmp_path):
+    """A Latin-1 file name read from a UTF-8 file system (a surrogate escape):
+    printed as its own bytes, not a UnicodeEncodeError."""
+    names = ["caf\udce9.jpg", "b.jpg"]
+    vlad.save_vectors(tmp_path / "v.npy", np.eye(2), names, {})
+    run("index", tmp_path / "v.npy", "-o", tmp_path / "index")
+    result = run("search", tmp_path / "index", tmp_path / "v.npy", "-k", 1)
+    assert (
+        result.stdout_bytes
+        == b"caf\xe9.jpg\t1\t1.0000\tcaf\xe9.jpg\nb.jpg\t1\t1.0000\tb.jpg\n"
+    )
+    run(
+        "search",
+        tmp_path / "index",
+        tmp_path / "v.npy",
+        "-k",
+        1,
+        "-o",
+        tmp_path / "r.csv",
+    )
+    assert read_rankings(tmp_path / "r.csv") == {name: [name] for name in names}

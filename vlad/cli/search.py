@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import click
@@ -190,9 +191,14 @@ def search(
 
 
 def _print_table(results: SearchResults) -> None:
-    """Query, rank, score and name, one result a line, on stdout."""
+    """Query, rank, score and name, one result a line, on stdout.
+
+    Written as bytes, the file system's for each name: a name that is not
+    valid UTF-8 (kept with surrogate escapes) prints as the file's own name
+    instead of failing on a strict terminal.
+    """
     for result in results:
         for rank, (name, score) in enumerate(
             zip(result.names, result.scores, strict=True), start=1
         ):
-            click.echo(f"{result.query}\t{rank}\t{score:.4f}\t{name}")
+            click.echo(os.fsencode(f"{result.query}\t{rank}\t{score:.4f}\t{name}"))
