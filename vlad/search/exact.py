@@ -26,8 +26,9 @@ def search_exact(
 
     Scores are computed a block of queries by a block of database rows at a
     time (one matrix product each) and only each block's best ``k`` are kept,
-    so no ``(n_queries, n_database)`` score matrix is ever held: memory stays
-    within ``chunk_bytes`` beside the inputs and the results. For
+    so no ``(n_queries, n_database)`` score matrix is ever held: beside the
+    inputs and the results, memory stays within about four times
+    ``chunk_bytes`` (the block of scores, and the selection of its best). For
     L2-normalised vectors the inner product is the cosine similarity, and
     ranking by it is ranking by Euclidean distance.
 
@@ -41,7 +42,7 @@ def search_exact(
     k : int
         Neighbours per query; at most ``n_database`` are returned.
     chunk_bytes : int, default=64 MiB
-        Upper bound on one block of scores.
+        Upper bound on one block of float32 scores.
 
     Returns
     -------
