@@ -353,3 +353,28 @@ def test_the_augmentation_is_recorded_and_read_back(tmp_path):
     edit_record(tmp_path / "index", augmentation={"neighbours": 0})
     with pytest.raises(ValueError, match="damaged vlad index: augmentation="):
         load_index(tmp_path / "index")
+
+
+def test_search_parameters_are_refused_for_exact_search(tmp_path):
+    with pytest.raises(ValueError, match="tune a faiss index, and this index searches"):
+        build_index(np.eye(2), parameters="nprobe=4")
+    build_index(np.eye(2)).save(tmp_path / "index")
+    with pytest.raises(ValueError, match="parameters='nprobe=4' tune a faiss index"):
+        load_index(tmp_path / "index", parameters="nprobe=4")
+
+
+@pytest.mark.parametrize("power", [0.0, 0.5, 1.0])
+def test_a_whitened_index_ranks_by_the_whitened_vectors(power):
+    vectors = random_unit_rows(7, 40, 10)
+    vectors[4] = 0
+    queries = random_unit_rows(8, 6, 10)
+    index = build_index(vectors, pca=6, whiten=power)
+    expected = fit_whitening(vectors, 6, power=power)
+    np.testing.assert_allclose(index.whitening.components, expected.components)
+    whitened = expected.transform(vectors)
+    wanted = brute_force_names(
+        expected.transform(queries), whitened, [str(row) for row in range(40)], 5
+    )
+    for result, (names, scores) in zip(index.search(queries, 5), wanted, strict=True):
+        assert list(result.names) == names
+        np.testing.assert_allclose(result.scores, scores, atol=1e-5)

@@ -350,3 +350,11 @@ def test_names_that_are_not_utf8_print_as_their_bytes(tmp_path):
         tmp_path / "r.csv",
     )
     assert read_rankings(tmp_path / "r.csv") == {name: [name] for name in names}
+
+
+def test_search_parameters_for_an_exact_index_are_refused(built):
+    result = run(
+        "search", built / "index", built / "v.npy", "--parameters", "nprobe=2",
+        exit_code=1,
+    )  # fmt: skip
+    one_line_error(result, "tune a faiss index, and this index searches exactly")

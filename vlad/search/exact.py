@@ -214,8 +214,9 @@ class ExactStore:
         self.vectors = vectors
 
     @classmethod
-    def build(cls, vectors: np.ndarray) -> ExactStore:
-        """Keep a float32 copy of ``vectors``."""
+    def build(cls, vectors: np.ndarray, parameters: str | None = None) -> ExactStore:
+        """Keep a float32 copy of ``vectors``; search parameters are refused."""
+        _refuse_parameters(parameters)
         return cls(np.array(vectors, dtype=np.float32))
 
     def add(self, vectors: np.ndarray) -> None:
@@ -251,8 +252,11 @@ class ExactStore:
             np.save(handle, self.vectors)
 
     @classmethod
-    def load(cls, path, *, mmap: bool = False) -> ExactStore:
-        """Read a matrix written by :meth:`save`."""
+    def load(
+        cls, path, *, mmap: bool = False, parameters: str | None = None
+    ) -> ExactStore:
+        """Read a matrix written by :meth:`save`; search parameters are refused."""
+        _refuse_parameters(parameters)
         vectors = read_numpy_file(path, "vlad index vectors file", mmap=mmap)
         if not isinstance(vectors, np.ndarray) or vectors.ndim != 2:
             raise ValueError(f"{path} is not a vlad index vectors file")
@@ -261,3 +265,12 @@ class ExactStore:
                 f"{path} is a damaged vlad index vectors file: dtype {vectors.dtype}"
             )
         return cls(vectors)
+
+
+def _refuse_parameters(parameters: str | None) -> None:
+    """faiss search parameters given for exact search would be silently moot."""
+    if parameters:
+        raise ValueError(
+            f"parameters={parameters!r} tune a faiss index, and this index searches "
+            "exactly: build it with a factory string to use them"
+        )

@@ -7,6 +7,8 @@ find nothing, with the reason in their result.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -23,7 +25,6 @@ from vlad.search.exact import ExactStore
 from vlad.search.expansion import QueryExpansion, augment_database, search_expanded
 from vlad.search.faiss_store import FaissStore
 from vlad.search.results import (
-    QueryResult,
     SearchResults,
     empty_result,
     results_from_arrays,
@@ -35,6 +36,10 @@ __all__ = ["VectorIndex", "build_index", "load_index"]
 FORMAT = "vlad index"
 FORMAT_VERSION = 1
 NO_DESCRIPTORS = "no descriptors: the query's vector is all zero, so it matches nothing"
+FEWER_FOUND = (
+    "the approximate index returned fewer images than asked; search more of it "
+    "(nprobe, efSearch)"
+)
 
 
 class VectorIndex:
@@ -111,7 +116,7 @@ class VectorIndex:
             exact = ExactStore(stored)
             stored = augment_database(stored, augmentation, search=exact.search)
         if factory is None:
-            store = ExactStore.build(stored)
+            store = ExactStore.build(stored, parameters)
         else:
             store = FaissStore.build(stored, factory, parameters)
         return cls(
@@ -232,33 +237,13 @@ class VectorIndex:
                 self.store, transformed, scores, positions, expansion
             )
         rows = np.where(positions >= 0, self.rows[np.maximum(positions, 0)], -1)
-        found = iter(
-            results_from_arrays(
-                [
-                    name
-                    for name, has in zip(query_names, has_vector, strict=True)
-                    if has
-                ],
-                self.names,
-                scores,
-                rows,
-            )
-        )
+        searched = list(itertools.compress(query_names, has_vector))
+        found = iter(results_from_arrays(searched, self.names, scores, rows))
         results = []
         for name, has in zip(query_names, has_vector, strict=True):
-            if not has:
-                results.append(empty_result(name, NO_DESCRIPTORS))
-                continue
-            result = next(found)
-            if len(result.names) < min(k, stored):
-                result = QueryResult(
-                    result.query,
-                    result.names,
-                    result.scores,
-                    result.rows,
-                    "the approximate index returned fewer images than asked; "
-                    "search more of it (nprobe, efSearch)",
-                )
+            result = next(found) if has else empty_result(name, NO_DESCRIPTORS)
+            if has and len(result.names) < min(k, stored):
+                result = dataclasses.replace(result, reason=FEWER_FOUND)
             results.append(result)
         return SearchResults(results, record, notes)
 
@@ -337,7 +322,7 @@ def build_index(
         for approximate or compressed search, trained on ``vectors``;
         default exact search.
     parameters : str, optional
-        faiss search parameters (``"nprobe=16"``).
+        faiss search parameters (``"nprobe=16"``), only with ``factory``.
     augmentation : QueryExpansion, optional
         Database-side augmentation with this many neighbours and weighting.
     source : dict, optional
@@ -384,7 +369,8 @@ def load_index(
     mmap : bool, default=False
         Map an exact index's vectors read-only instead of reading them.
     parameters : str, optional
-        faiss search parameters replacing those it was saved with.
+        faiss search parameters replacing those it was saved with (refused
+        for an exact index).
 
     Raises
     ------
@@ -405,7 +391,9 @@ def load_index(
     names = _read_json(folder / "names.json", list)
     factory = record.get("factory")
     if factory is None:
-        store = ExactStore.load(_member(folder, "vectors.npy"), mmap=mmap)
+        store = ExactStore.load(
+            _member(folder, "vectors.npy"), mmap=mmap, parameters=parameters
+        )
     else:
         store = FaissStore.load(
             _member(folder, "vectors.faiss"),
