@@ -139,11 +139,11 @@ def run_variants(
         _variant(prepared, "VLAD"),
         _variant(prepared, f"+ whitening (PCA {pca})", pca=pca),
         _variant(prepared, "+ query expansion", expansion=qe),
-        _variant(prepared, f"+ whitening + QE", pca=pca, expansion=qe),
+        _variant(prepared, "+ whitening + QE", pca=pca, expansion=qe),
         _variant(prepared, f"+ spatial (top {depth})", depth=depth, n_jobs=n_jobs),
         _variant(
             prepared,
-            f"+ whitening + QE + spatial",
+            "+ whitening + QE + spatial",
             pca=pca,
             expansion=qe,
             depth=depth,
@@ -152,7 +152,9 @@ def run_variants(
     ]
     for factory in PQ_FACTORIES:
         rows.append(
-            _variant(prepared, f"+ whitening, faiss {factory}", pca=pca, factory=factory)
+            _variant(
+                prepared, f"+ whitening, faiss {factory}", pca=pca, factory=factory
+            )
         )
     return rows
 
@@ -163,7 +165,9 @@ def _percent(value) -> str:
 
 def format_rows(rows: list[dict]) -> str:
     """The variants as a Markdown table: overall and per tier."""
-    tiers = sorted({tag for row in rows for tag in row["evaluation"]["by_tag"]} & {"easy", "hard"})
+    tiers = sorted(
+        {tag for row in rows for tag in row["evaluation"]["by_tag"]} & {"easy", "hard"}
+    )
     header = ["variant", "bytes/image", "mAP", "R@1", "R@10"]
     header += [f"{tier} mAP" for tier in tiers] + ["ms/query"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
