@@ -28,6 +28,7 @@ vocabularies and fast spatial matching. CVPR 2007.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Sequence
 
@@ -80,19 +81,14 @@ def relevant_ranks(
     junk_set = _name_set(junk, "junk")
     _check_ranking(ranking)
     _check_disjoint(relevant_set, junk_set)
-    ranks: list[int] = []
-    seen: set[str] = set()
-    place = 0
-    for name in ranking:
-        if name in junk or name in seen:
-            continue
-        seen.add(name)
-        if name in relevant:
-            ranks.append(place)
-            if len(ranks) == len(relevant):
-                break
-        place += 1
-    return ranks
+    # First places of distinct names (dict.fromkeys keeps the first of each),
+    # then each relevant place moves up by the junk places before it: whole
+    # rankings of a large database stay in C loops.
+    distinct = dict.fromkeys(ranking)
+    places = dict(zip(distinct, range(len(distinct)), strict=True))
+    junk_places = sorted(places[name] for name in junk_set if name in places)
+    relevant_places = sorted(places[name] for name in relevant_set if name in places)
+    return [place - bisect.bisect_left(junk_places, place) for place in relevant_places]
 
 
 def average_precision_of_ranks(ranks: Sequence[int], n_relevant: int) -> float:
@@ -351,12 +347,12 @@ def _check_ranking(ranking: Sequence[str]) -> None:
             "ranking must be a sequence of image names, best first; got "
             f"{type(ranking).__name__}"
         )
-    for name in ranking:
-        if not isinstance(name, str):
-            raise TypeError(
-                f"ranking must hold image names (str); got {type(name).__name__} "
-                f"{name!r}"
-            )
+    # One pass in C over the types, then a look for the culprit if needed.
+    if not all(issubclass(kind, str) for kind in set(map(type, ranking))):
+        name = next(name for name in ranking if not isinstance(name, str))
+        raise TypeError(
+            f"ranking must hold image names (str); got {type(name).__name__} {name!r}"
+        )
 
 
 def _check_disjoint(relevant: frozenset[str], junk: frozenset[str]) -> None:

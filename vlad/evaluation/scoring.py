@@ -274,11 +274,11 @@ def _check_rankings(rankings: Mapping) -> None:
                 f"rankings[{query!r}] must be a list of database names, best first; "
                 f"got {type(ranking).__name__}"
             )
-        for name in ranking:
-            if not isinstance(name, str):
-                raise TypeError(
-                    f"rankings[{query!r}] must hold names (strings); got {name!r}"
-                )
+        if not all(issubclass(kind, str) for kind in set(map(type, ranking))):
+            name = next(name for name in ranking if not isinstance(name, str))
+            raise TypeError(
+                f"rankings[{query!r}] must hold names (strings); got {name!r}"
+            )
 
 
 def _some(names: Sequence[str]) -> str:
