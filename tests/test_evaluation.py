@@ -204,3 +204,11 @@ def test_search_results_evaluate_as_their_rankings():
     evaluation = evaluate(results.rankings(), truth, ks=[1, 3])
     assert evaluation.mean["mAP"] == 1.0 and evaluation.mean["recall@1"] == 1.0
     assert evaluation.mean["precision@3"] == pytest.approx(1 / 3)
+
+
+def test_names_that_are_not_utf8_survive_the_json(tmp_path):
+    name = b"caf\xe9.jpg".decode(errors="surrogateescape")
+    evaluation = evaluate({name: ["a"]}, {name: {"relevant": ["a"]}})
+    evaluation.write(tmp_path / "evaluation.json")
+    written = json.loads((tmp_path / "evaluation.json").read_text(encoding="ascii"))
+    assert list(written["per_query"]) == [name]

@@ -189,9 +189,11 @@ class Evaluation:
 
     def write(self, path: str | os.PathLike) -> None:
         """Write :meth:`to_dict` as JSON, atomically."""
-        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n"
+        # ASCII JSON: names that are not UTF-8 (surrogate escapes) stay
+        # readable back as the same strings.
+        text = json.dumps(self.to_dict(), indent=1) + "\n"
         with atomic_write(path) as handle:
-            handle.write(text.encode(errors="surrogateescape"))
+            handle.write(text.encode("ascii"))
 
     def format_table(self, per_query: bool = False) -> str:
         """A text table of the means, overall then by tag, in percent.
