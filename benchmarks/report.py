@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from benchmarks.latency import benchmark_latency
 from benchmarks.measuring import MAX_SECONDS
+from benchmarks.search import SEARCH_WORKLOADS, benchmark_search, make_search_problem
 from benchmarks.suites import benchmark_sweep, benchmark_threads, benchmark_workload
 from benchmarks.tables import (
     AGGREGATION_FLOOR,
@@ -193,6 +194,14 @@ def run_benchmarks(
             if plot is not None:
                 plot_sweep(report.sweep, plot)
                 echo(f"Sweep plot written to {plot}\n")
+            continue
+        if name in SEARCH_WORKLOADS:
+            search_problem = make_search_problem(SEARCH_WORKLOADS[name])
+            echo(f"Built the {name} vectors; timing ...\n")
+            table = benchmark_search(search_problem, **options)
+            report.tables[name] = table
+            echo(format_table(table))
+            del search_problem
             continue
         problem = make_problem(WORKLOADS[name], threads=threads)
         table = benchmark_workload(

@@ -67,6 +67,9 @@ class Table:
         Lines printed under the table.
     ratio_label : str
         Header of the column that divides each median by its baseline's.
+    values : dict of str to float
+        Other quantities the benchmark measured (a row's Recall@1, ...), by
+        name, for the targets.
     """
 
     key: str
@@ -74,6 +77,7 @@ class Table:
     rows: list[Measurement]
     notes: list[str] = dataclasses.field(default_factory=list)
     ratio_label: str = "x floor"
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def row(self, name: str) -> Measurement:
         """The row called ``name``."""
@@ -125,6 +129,7 @@ class Table:
             "ratio_label": self.ratio_label,
             "notes": self.notes,
             "rows": rows,
+            "values": self.values,
         }
 
     @classmethod
@@ -136,6 +141,7 @@ class Table:
             [Measurement.from_dict(row) for row in record["rows"]],
             list(record["notes"]),
             record["ratio_label"],
+            dict(record.get("values", {})),
         )
 
 

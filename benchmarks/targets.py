@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from benchmarks.search import EXACT_INDEX, SEARCH_WORKLOADS, compressed_label
 from benchmarks.tables import (
     AGGREGATE,
     ENCODE_ROW,
@@ -186,6 +187,48 @@ def check_targets(
                     1.0,
                 )
             )
+    for key in SEARCH_WORKLOADS:
+        if key in tables:
+            checks += _search_checks(tables[key], SEARCH_WORKLOADS[key])
+    return checks
+
+
+def _search_checks(table: Table, workload) -> list[TargetCheck]:
+    """Targets 8-10: exact search near the bare product; the compressed index
+    10x faster than exact search, and as good at Recall@1 within 2 points."""
+    compressed = compressed_label(workload)
+    checks = [_ratio_check(8, table, EXACT_INDEX, 1.3, "the bare product Q @ D.T")]
+    exact, fast = table.row(EXACT_INDEX), table.row(compressed)
+    speedup = exact.median / fast.median if exact.median and fast.median else None
+    checks.append(
+        TargetCheck(
+            9,
+            f"{table.key}: the faiss IVF-PQ index >= 10x faster than exact search",
+            fast.skipped
+            or f"{format_seconds(exact.median)} / {format_seconds(fast.median)}",
+            speedup,
+            10.0,
+            at_least=True,
+        )
+    )
+    exact_recall = table.values.get(f"recall@1 {EXACT_INDEX}")
+    fast_recall = table.values.get(f"recall@1 {compressed}")
+    loss = (
+        None
+        if exact_recall is None or fast_recall is None
+        else 100 * (exact_recall - fast_recall)
+    )
+    checks.append(
+        TargetCheck(
+            10,
+            f"{table.key}: its Recall@1 within 2 points of exact search's",
+            "not measured"
+            if loss is None
+            else f"{100 * fast_recall:.2f} against {100 * exact_recall:.2f}",
+            loss,
+            2.0,
+        )
+    )
     return checks
 
 

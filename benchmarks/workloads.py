@@ -38,6 +38,7 @@ __all__ = [
     "MASKED_MAX_ELEMENTS",
     "MEMORY_LIMIT_BYTES",
     "MIB",
+    "SEARCH_SIZES",
     "SIZES",
     "SWEEP_ROWS",
     "SWEEP_SHAPE",
@@ -129,6 +130,10 @@ SWEEP_ROWS = (10_000, 30_000, 100_000, 300_000, 1_000_000, 4_000_000)
 SWEEP_SHAPE = {"n_descriptors": 1000, "n_features": 128, "n_clusters": 64}
 #: What ``--size`` accepts; ``all`` runs them in this order.
 SIZES = ("a", "single", "b", "c", "sweep")
+#: The search benchmarks (:data:`benchmarks.search.SEARCH_WORKLOADS`), which
+#: ``--size`` also accepts; ``all`` leaves them out (``search`` alone takes
+#: about 10 minutes and 12 GB on two cores).
+SEARCH_SIZES = ("search-small", "search")
 
 
 def parse_sizes(sizes: str | Sequence[str]) -> list[str]:
@@ -144,12 +149,13 @@ def parse_sizes(sizes: str | Sequence[str]) -> list[str]:
     for name in names:
         if name == "all":
             expanded += [size for size in SIZES if size not in expanded]
-        elif name in SIZES:
+        elif name in SIZES or name in SEARCH_SIZES:
             if name not in expanded:
                 expanded.append(name)
         else:
             raise ValueError(
-                f"Unknown size {name!r}; expected one of {[*SIZES, 'all']}"
+                f"Unknown size {name!r}; expected one of "
+                f"{[*SIZES, *SEARCH_SIZES, 'all']}"
             )
     return expanded
 

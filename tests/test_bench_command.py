@@ -26,7 +26,11 @@ def option(name):
 
 
 def test_literal_options_match_the_harness():
-    assert list(option("sizes").type.choices) == [*workloads.SIZES, "all"]
+    assert list(option("sizes").type.choices) == [
+        *workloads.SIZES,
+        *workloads.SEARCH_SIZES,
+        "all",
+    ]
     assert option("max_seconds").default == measuring.MAX_SECONDS
 
 

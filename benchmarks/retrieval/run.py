@@ -3,7 +3,7 @@
 ::
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 64]
-        [--power 0.5] [--pca 64] [--depth 20] [--json PATH]
+        [--power 1.0] [--pca 64] [--depth 100] [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
@@ -28,6 +28,7 @@ import numpy as np
 import vlad
 from benchmarks.report import machine_info
 from vlad.evaluation import evaluate, load_ground_truth
+from vlad.formats.files import atomic_write
 from vlad.search import QueryExpansion, build_index
 from vlad.search.reranking import rerank_spatially
 
@@ -96,9 +97,19 @@ def _variant(
     depth: int | None = None,
     n_jobs: int | None = None,
 ) -> dict:
-    index = build_index(
-        prepared.database_vectors, prepared.database.names, pca=pca, factory=factory
-    )
+    row = {
+        "variant": label,
+        "pca": pca,
+        "factory": factory,
+        "query_expansion": None if expansion is None else expansion.record(),
+        "spatial_depth": depth,
+    }
+    try:
+        index = build_index(
+            prepared.database_vectors, prepared.database.names, pca=pca, factory=factory
+        )
+    except ValueError as error:  # too few database vectors for PCA or faiss
+        return row | {"skipped": str(error)}
     start = time.perf_counter()
     results = index.search(
         prepared.query_vectors,
@@ -116,12 +127,7 @@ def _variant(
         spatial_seconds = time.perf_counter() - start
     evaluation = evaluate(results.rankings(), prepared.ground_truth, ks=(1, 5, 10))
     n_queries = len(prepared.queries)
-    return {
-        "variant": label,
-        "pca": pca,
-        "factory": factory,
-        "query_expansion": None if expansion is None else expansion.record(),
-        "spatial_depth": depth,
+    return row | {
         "bytes_per_image": index.bytes_per_image,
         "ms_per_query_search": 1000 * search_seconds / n_queries,
         "ms_per_query_spatial": 1000 * spatial_seconds / n_queries,
@@ -139,11 +145,11 @@ def run_variants(
         _variant(prepared, "VLAD"),
         _variant(prepared, f"+ whitening (PCA {pca})", pca=pca),
         _variant(prepared, "+ query expansion", expansion=qe),
-        _variant(prepared, f"+ whitening + QE", pca=pca, expansion=qe),
+        _variant(prepared, "+ whitening + QE", pca=pca, expansion=qe),
         _variant(prepared, f"+ spatial (top {depth})", depth=depth, n_jobs=n_jobs),
         _variant(
             prepared,
-            f"+ whitening + QE + spatial",
+            "+ whitening + QE + spatial",
             pca=pca,
             expansion=qe,
             depth=depth,
@@ -152,7 +158,9 @@ def run_variants(
     ]
     for factory in PQ_FACTORIES:
         rows.append(
-            _variant(prepared, f"+ whitening, faiss {factory}", pca=pca, factory=factory)
+            _variant(
+                prepared, f"+ whitening, faiss {factory}", pca=pca, factory=factory
+            )
         )
     return rows
 
@@ -163,11 +171,22 @@ def _percent(value) -> str:
 
 def format_rows(rows: list[dict]) -> str:
     """The variants as a Markdown table: overall and per tier."""
-    tiers = sorted({tag for row in rows for tag in row["evaluation"]["by_tag"]} & {"easy", "hard"})
+    tiers = sorted(
+        {
+            tag
+            for row in rows
+            if "evaluation" in row
+            for tag in row["evaluation"]["by_tag"]
+        }
+        & {"easy", "hard"}
+    )
     header = ["variant", "bytes/image", "mAP", "R@1", "R@10"]
     header += [f"{tier} mAP" for tier in tiers] + ["ms/query"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
+        if "skipped" in row:
+            lines.append(f"| {row['variant']} | skipped: {row['skipped']} |")
+            continue
         mean = row["evaluation"]["mean"]
         by_tag = row["evaluation"]["by_tag"]
         cells = [
@@ -185,6 +204,8 @@ def format_rows(rows: list[dict]) -> str:
 
 def format_by_transform(row: dict) -> str:
     """One variant's mAP and Recall@1 per transform tag."""
+    if "skipped" in row:
+        return f"{row['variant']}: skipped: {row['skipped']}"
     by_tag = row["evaluation"]["by_tag"]
     lines = [
         f"{row['variant']}: per transform",
@@ -208,9 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--work", type=Path)
     parser.add_argument("--clusters", type=int, default=64)
-    parser.add_argument("--power", type=float, default=0.5)
+    parser.add_argument("--power", type=float, default=vlad.EncodingOptions().power)
     parser.add_argument("--pca", type=int, default=64)
-    parser.add_argument("--depth", type=int, default=20)
+    parser.add_argument("--depth", type=int, default=K)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
@@ -236,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             "preparation_seconds": prepared.seconds,
             "variants": rows,
         }
-        arguments.json.write_text(json.dumps(report, indent=1, default=str) + "\n")
+        with atomic_write(arguments.json) as handle:
+            handle.write((json.dumps(report, indent=1, default=str) + "\n").encode())
     return 0
 
 

@@ -7,6 +7,7 @@ import click
 from vlad._version import __version__
 from vlad.cli.bench import bench
 from vlad.cli.encode import encode
+from vlad.cli.evaluate import evaluate
 from vlad.cli.extract import extract
 from vlad.cli.fit import fit
 from vlad.cli.index import index
@@ -39,4 +40,5 @@ main.add_command(encode)
 main.add_command(info)
 main.add_command(index)
 main.add_command(search)
+main.add_command(evaluate)
 main.add_command(bench)

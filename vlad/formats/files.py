@@ -298,7 +298,7 @@ def check_format_version(
     >>> check_format_version("index.json", {"format_version": 3}, "vlad index", 1)
     Traceback (most recent call last):
     ...
-    ValueError: index.json was written by a newer vlad (vlad index format version 3; this version reads up to 1): upgrade vlad
+    ValueError: index.json was written by a newer vlad (vlad index format ...
     """
     version = record.get("format_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:

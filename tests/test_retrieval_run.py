@@ -1,0 +1,63 @@
+"""The retrieval benchmark's runner, end to end on a small build of data/."""
+
+import json
+
+import pytest
+
+from benchmarks.retrieval.build import build_dataset
+from benchmarks.retrieval.run import PQ_FACTORIES, main
+
+pytest.importorskip("faiss")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("retrieval")
+    dataset = folder / "bench"
+    build_dataset(dataset, ["data"], seed=0, max_side=160)
+    output = folder / "report.json"
+    assert (
+        main(
+            [
+                str(dataset),
+                "--clusters",
+                "8",
+                "--pca",
+                "4",
+                "--depth",
+                "3",
+                "--jobs",
+                "1",
+                "--json",
+                str(output),
+            ]
+        )  # fmt: skip
+        == 0
+    )
+    return json.loads(output.read_text())
+
+
+def test_every_variant_is_evaluated_or_says_why_not(report):
+    rows = report["variants"]
+    assert len(rows) == 6 + len(PQ_FACTORIES)
+    for row in rows:
+        if "skipped" in row:
+            # PQ needs a dimension its sub-quantizers divide: 4 is not one of 8.
+            assert row["factory"] is not None and row["skipped"]
+            continue
+        mean = row["evaluation"]["mean"]
+        assert 0 <= mean["mAP"] <= 1
+        assert mean["recall@1"] <= mean["recall@10"]
+        assert set(row["evaluation"]["by_tag"]) >= {"easy", "hard", "crop"}
+
+
+def test_whitening_keeps_the_dimension_asked_for(report):
+    exact, whitened = report["variants"][:2]
+    assert exact["bytes_per_image"] == 8 * 128 * 4
+    assert whitened["bytes_per_image"] == 4 * 4
+
+
+def test_spatial_verification_reports_its_time(report):
+    spatial = [row for row in report["variants"] if row["spatial_depth"]]
+    assert spatial and all(row["ms_per_query_spatial"] > 0 for row in spatial)
+    assert report["machine"]["cpu"]

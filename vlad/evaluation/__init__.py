@@ -1,0 +1,59 @@
+"""Evaluating retrieval: mean average precision, recall@k, precision@k and
+mean reciprocal rank against a ground truth.
+
+:func:`evaluate` scores rankings (query name to database names, best first)
+against a ground truth read by :func:`load_ground_truth` (vlad's JSON),
+:func:`load_revisited_ground_truth` (revisited Oxford and Paris, easy, medium
+or hard) or :func:`load_holidays_ground_truth` (INRIA Holidays names), and
+returns an :class:`Evaluation`: each query's metrics, and their means overall
+and by tag. :func:`evaluate_files` does the same from a ``vlad search``
+results file. The metrics of a single ranking are plain functions:
+:func:`average_precision` (revisitop's trapezoid rule), :func:`recall_at_k`,
+:func:`precision_at_k`, :func:`reciprocal_rank`.
+"""
+
+from vlad.evaluation.files import evaluate_files
+from vlad.evaluation.ground_truth import (
+    QueryTruth,
+    ground_truth_from_mapping,
+    load_ground_truth,
+)
+from vlad.evaluation.holidays import holidays_ground_truth, load_holidays_ground_truth
+from vlad.evaluation.metrics import (
+    average_precision,
+    average_precision_of_ranks,
+    precision_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    relevant_ranks,
+    score_ranks,
+)
+from vlad.evaluation.revisited import (
+    REVISITED_PROTOCOLS,
+    load_revisited_ground_truth,
+    revisited_ground_truth,
+)
+from vlad.evaluation.scoring import DEFAULT_KS, Evaluation, QueryEvaluation, evaluate
+
+__all__ = [
+    "DEFAULT_KS",
+    "REVISITED_PROTOCOLS",
+    "Evaluation",
+    "QueryEvaluation",
+    "QueryTruth",
+    "average_precision",
+    "average_precision_of_ranks",
+    "evaluate",
+    "evaluate_files",
+    "ground_truth_from_mapping",
+    "holidays_ground_truth",
+    "load_ground_truth",
+    "load_holidays_ground_truth",
+    "load_revisited_ground_truth",
+    "precision_at_k",
+    "recall_at_k",
+    "reciprocal_rank",
+    "relevant_ranks",
+    "revisited_ground_truth",
+    "score_ranks",
+]
