@@ -145,15 +145,15 @@ def test_more_vectors_than_dimensions_and_fewer_take_the_same_path_to_one_answer
 def test_the_randomised_route_for_the_largest_inputs(monkeypatch):
     """Above MAX_EXACT_SIDE vectors and dimensions, scikit-learn's randomised
     PCA: its variances within 0.1 % of the SVD's (scikit-learn's defaults were
-    several percent off on this spectrum)."""
+    3 % off on this spectrum)."""
     monkeypatch.setattr(vlad.search.whitening, "MAX_EXACT_SIDE", 100)
     rng = np.random.default_rng(5)
-    n_features = 300
+    n_features = 200
     spectrum = np.arange(1, n_features + 1) ** -0.7
-    vectors = rng.standard_normal((1000, n_features)) * np.sqrt(spectrum)
+    vectors = rng.standard_normal((500, n_features)) * np.sqrt(spectrum)
     vectors = vectors @ np.linalg.qr(rng.standard_normal((n_features,) * 2))[0]
-    whitening = fit_whitening(vectors, 40)
-    expected, variances, axes = reference_whitening(vectors, 40, 1.0, vectors[:50])
+    whitening = fit_whitening(vectors, 20)
+    expected, variances, axes = reference_whitening(vectors, 20, 1.0, vectors[:50])
     np.testing.assert_allclose(whitening.explained_variance, variances, rtol=1e-3)
     result = aligned(whitening.transform(vectors[:50]), whitening, axes)
     np.testing.assert_allclose(result @ result.T, expected @ expected.T, atol=1e-2)
