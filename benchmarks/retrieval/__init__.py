@@ -12,9 +12,12 @@ Modules:
 - :mod:`benchmarks.retrieval.transforms`: the query transforms and the table
   of their parameters;
 - :mod:`benchmarks.retrieval.build`: the folder, its ground truth and its
-  records.
+  records;
+- :mod:`benchmarks.retrieval.run`: vlad's search variants on a built folder,
+  evaluated;
+- :mod:`benchmarks.retrieval.page`: the Markdown page of a run's JSON.
 
 Importing this package imports none of its modules.
 """
 
-__all__ = ["build", "sources", "transforms"]
+__all__ = ["build", "page", "run", "sources", "transforms"]

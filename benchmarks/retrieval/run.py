@@ -131,6 +131,7 @@ def _variant(
         "bytes_per_image": index.bytes_per_image,
         "ms_per_query_search": 1000 * search_seconds / n_queries,
         "ms_per_query_spatial": 1000 * spatial_seconds / n_queries,
+        "queries_without_results": results.n_empty,
         "evaluation": evaluation.to_dict(),
     }
 
@@ -223,6 +224,14 @@ def format_by_transform(row: dict) -> str:
     return "\n".join(lines)
 
 
+def _dataset_counts(dataset: Path) -> dict | None:
+    """The counts the build recorded in ``dataset.json``, if it is there."""
+    record = dataset / "dataset.json"
+    if not record.is_file():
+        return None
+    return json.loads(record.read_text(encoding="utf-8")).get("counts")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval.run")
@@ -253,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         report = {
             "machine": machine_info(),
             "dataset": str(arguments.dataset),
+            "dataset_counts": _dataset_counts(arguments.dataset),
             "settings": vars(arguments) | {"dataset": None, "work": None, "json": None},
             "preparation_seconds": prepared.seconds,
             "variants": rows,
