@@ -5,6 +5,7 @@ import json
 import pytest
 
 from benchmarks.retrieval.build import build_dataset
+from benchmarks.retrieval.page import render_page
 from benchmarks.retrieval.run import PQ_FACTORIES, main
 
 pytest.importorskip("faiss")
@@ -61,3 +62,12 @@ def test_spatial_verification_reports_its_time(report):
     spatial = [row for row in report["variants"] if row["spatial_depth"]]
     assert spatial and all(row["ms_per_query_spatial"] > 0 for row in spatial)
     assert report["machine"]["cpu"]
+
+
+def test_the_page_shows_every_variant_and_the_machine(report):
+    page = render_page(report, "report.json")
+    assert "--json report.json" in page
+    for row in report["variants"]:
+        assert f"| {row['variant']} |" in page
+    assert report["machine"]["cpu"] in page
+    assert "| crop |" in page
