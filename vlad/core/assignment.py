@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.core.finite import rescale_inputs
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
-from vlad.core.validation import as_float_matrix, check_finite, check_n_features
+from vlad.core.validation import (
+    as_float_matrix,
+    check_finite,
+    check_n_features,
+    check_positive_int,
+)
 
 __all__ = ["CHUNK_BYTES", "assign", "assign_valid", "raise_non_finite"]
 
@@ -32,8 +38,10 @@ def assign(
     ----------
     descriptors : array-like of shape (n_descriptors, n_features)
     centers : array-like of shape (n_clusters, n_features)
+        At least one centre.
     chunk_bytes : int, default=1 MiB
-        Upper bound on the distance matrix of one chunk.
+        Upper bound on the distance matrix of one chunk, a positive integer
+        (a chunk holds at least one row whatever it says).
     n_jobs : int or None, default=None
         Worker threads (None or -1: every available core). Each runs
         single-threaded BLAS on its own rows; the labels do not depend on it.
@@ -45,7 +53,11 @@ def assign(
     Raises
     ------
     ValueError
-        Dimension mismatch, or NaN/inf descriptors or centres.
+        Dimension mismatch, no centres, NaN/inf descriptors or centres, or
+        ``chunk_bytes`` below 1. Values of extreme magnitude are scaled
+        together by a power of two first, which changes no label.
+    TypeError
+        ``chunk_bytes`` or ``n_jobs`` is not an integer.
 
     Examples
     --------
@@ -56,8 +68,13 @@ def assign(
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
+    if centers.shape[0] < 1:
+        raise ValueError("centers must hold at least one centre; got none")
     check_finite(centers, "centers")
-    return assign_valid(descriptors, centers, chunk_bytes, resolve_n_jobs(n_jobs))
+    chunk_bytes = check_positive_int(chunk_bytes, "chunk_bytes")
+    n_workers = resolve_n_jobs(n_jobs)
+    descriptors, centers, _ = rescale_inputs(descriptors, centers)
+    return assign_valid(descriptors, centers, chunk_bytes, n_workers)
 
 
 def assign_valid(

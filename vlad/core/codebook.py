@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core.finite import largest_magnitude, scale_exponent
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
 from vlad.formats.files import read_record_archive, save_record_archive
 
@@ -226,7 +227,13 @@ def fit_codebook(
         algorithm = (
             "lloyd" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
         )
-    centers = _kmeans(training, n_clusters, algorithm, max_iter, seed)
+    # k-means squares distances: values of extreme magnitude are fitted scaled
+    # by a power of two (the centres scale with them, exactly).
+    exponent = scale_exponent(largest_magnitude(training), training.dtype)
+    centers = _kmeans(
+        np.ldexp(training, exponent), n_clusters, algorithm, max_iter, seed
+    )
+    centers = np.ldexp(centers, -exponent)
     metadata = {
         "seed": seed,
         "n_training_descriptors": int(training.shape[0]),

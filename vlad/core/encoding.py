@@ -13,10 +13,16 @@ from vlad.core.aggregators.segments import segment_counts
 from vlad.core.assignment import CHUNK_BYTES, assign_valid
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core.finite import (
+    cast_in_range,
+    check_residuals,
+    rescale_inputs,
+    restore_scale,
+)
 from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
-from vlad.core.validation import check_n_features
+from vlad.core.validation import all_finite, check_n_features
 
 __all__ = ["encode"]
 
@@ -61,7 +67,11 @@ def encode(
     ------
     ValueError
         Descriptor and centre dimensions differ, NaN/inf descriptors, bad
-        settings or an unknown aggregator.
+        settings, an unknown aggregator, an aggregator function that returns
+        NaN or another shape, or unnormalised vectors too large for their
+        dtype. Descriptors of extreme magnitude (5e36 in float32, 1e308 in
+        float64) are scaled exactly by a power of two first, so normalised
+        vectors never overflow.
     TypeError
         A setting that :class:`EncodingOptions` does not have.
     ImportError
@@ -84,9 +94,11 @@ def encode(
     options = EncodingOptions.resolve(options, **settings)
     n_workers = resolve_n_jobs(n_jobs)
     sets = as_descriptor_sets(descriptor_sets)
-    descriptors = sets.descriptors
-    centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
+    centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])
+    # Extreme magnitudes are brought near 1 (exactly, by a power of two) so
+    # that squared distances and norms stay finite.
+    descriptors, centers, scale = rescale_inputs(sets.descriptors, centers)
     name, function = resolve_aggregator(
         options.aggregator, (descriptors.shape[0], *centers.shape)
     )
@@ -102,7 +114,15 @@ def encode(
         residuals = _encode_staged(
             function, descriptors, sets.offsets, centers, n_workers, options
         )
-    return residuals.reshape(len(sets), centers.shape[0] * centers.shape[1])
+    vectors = restore_scale(
+        residuals.reshape(len(sets), centers.shape[0] * centers.shape[1]),
+        scale,
+        power=options.power,
+        normalised=options.intra or options.l2,
+    )
+    if not all_finite(vectors):  # never reached by the built-in aggregators
+        raise ValueError(f"encoding with {options.aggregator_name} gave NaN values")
+    return vectors
 
 
 def _encode_fused(
@@ -135,10 +155,11 @@ def _encode_staged(
 ) -> np.ndarray:
     """Assign all descriptors, then aggregate with ``function``, then normalise."""
     labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_workers)
-    residuals = np.require(
+    residuals = check_residuals(
         function(descriptors, labels, offsets, centers),
-        dtype=descriptors.dtype,
-        requirements=["C", "W"],
+        (offsets.shape[0] - 1, *centers.shape),
+        descriptors.dtype,
+        options.aggregator_name,
     )
     counts = segment_counts(offsets, labels, centers.shape[0]) if options.mass else None
     normalize_in_place(

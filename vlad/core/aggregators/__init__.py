@@ -23,6 +23,7 @@ from vlad.core.aggregators.numba_kernel import aggregate_numba
 from vlad.core.aggregators.ragged_cumsum import aggregate_ragged_cumsum
 from vlad.core.aggregators.sparse import aggregate_sparse
 from vlad.core.aggregators.ufunc_at import aggregate_ufunc_at
+from vlad.core.finite import check_residuals, rescale_inputs, restore_scale
 from vlad.core.validation import (
     as_float_matrix,
     as_labels,
@@ -197,7 +198,9 @@ def aggregate(
     Raises
     ------
     ValueError
-        Unknown aggregator, shapes that disagree, NaN/inf, labels out of range.
+        Unknown aggregator, shapes that disagree, NaN/inf, labels out of
+        range, or an aggregator function whose result has another shape or
+        holds NaN.
     ImportError
         The aggregator's optional dependency is not installed.
 
@@ -224,7 +227,7 @@ def aggregate(
             stacklevel=2,
         )
         aggregator = method
-    _, function = resolve_aggregator(aggregator)
+    name, function = resolve_aggregator(aggregator)
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
@@ -234,4 +237,12 @@ def aggregate(
     labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
     check_finite(descriptors, "descriptors")
     check_finite(centers, "centers")
-    return function(descriptors, labels, offsets, centers)
+    # Sums of extreme values are made on inputs scaled by a power of two and
+    # scaled back, so that an overflow is an error, not an inf.
+    descriptors, centers, scale = rescale_inputs(descriptors, centers)
+    residuals = function(descriptors, labels, offsets, centers)
+    if name is None:  # a function of the caller's: its result is checked
+        shape = (offsets.shape[0] - 1, *centers.shape)
+        label = getattr(function, "__qualname__", type(function).__name__)
+        residuals = check_residuals(residuals, shape, descriptors.dtype, label)
+    return restore_scale(residuals, scale, power=1.0, normalised=False)
