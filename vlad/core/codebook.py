@@ -66,8 +66,12 @@ class Codebook:
         digest.update(self.centers.tobytes())
         return digest.hexdigest()[:16]
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write to an ``.npz`` file atomically; never pickles."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
+        """Write to an ``.npz`` file atomically; never pickles.
+
+        An existing file is replaced only with ``overwrite``, and never one
+        that appears while this one is written (``FileExistsError``).
+        """
         save_record_archive(
             path,
             {
@@ -78,6 +82,7 @@ class Codebook:
                 "n_features": self.n_features,
                 "dtype": self.centers.dtype.name,
             },
+            overwrite=overwrite,
             centers=self.centers,
         )
 

@@ -220,10 +220,12 @@ class DescriptorSets:
                 f"{path} holds inconsistent descriptor sets: {error}"
             ) from None
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
         """Write to an ``.npz`` file atomically (temporary file, then rename).
 
         The ``keypoints`` member is written only when the sets hold keypoints.
+        An existing file is replaced only with ``overwrite``, and never one
+        that appears while this one is written (``FileExistsError``).
         """
         record = {
             "format": "descriptor sets",
@@ -238,7 +240,7 @@ class DescriptorSets:
         if self.keypoints is not None:
             record["keypoint_fields"] = list(KEYPOINT_FIELDS)
             arrays["keypoints"] = self.keypoints
-        save_record_archive(path, record, **arrays)
+        save_record_archive(path, record, overwrite=overwrite, **arrays)
 
     @property
     def n_features(self) -> int:
