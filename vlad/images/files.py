@@ -316,21 +316,29 @@ def read_image(path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS) -> np.n
 def _read_file(path: str | os.PathLike, max_pixels: int) -> bytes:
     """The bytes of a regular file no larger than an image of ``max_pixels``
     pixels can be."""
+    # Non-blocking, so that a named pipe called photo.jpg cannot hang the run.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(path, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            if not stat.S_ISREG(status.st_mode):
-                raise ImageReadError(path, "not a regular file")
-            limit = max_pixels * _BYTES_PER_PIXEL + _METADATA_BYTES
-            if max_pixels and status.st_size > limit:
-                raise ImageReadError(
-                    path,
-                    f"the file holds {status.st_size} bytes, more than an image of "
-                    f"max_pixels={max_pixels} pixels",
-                )
-            encoded = handle.read()
+        descriptor = os.open(path, flags)
     except OSError as error:
         raise ImageReadError(path, error.strerror or str(error)) from None
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(descriptor)
+        reason = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+        raise ImageReadError(path, reason)
+    with open(descriptor, "rb", buffering=0) as handle:
+        limit = max_pixels * _BYTES_PER_PIXEL + _METADATA_BYTES
+        if max_pixels and status.st_size > limit:
+            raise ImageReadError(
+                path,
+                f"the file holds {status.st_size} bytes, more than an image of "
+                f"max_pixels={max_pixels} pixels",
+            )
+        try:
+            encoded = handle.read()
+        except OSError as error:
+            raise ImageReadError(path, error.strerror or str(error)) from None
     if not encoded:
         raise ImageReadError(path, "the file is empty")
     return encoded
