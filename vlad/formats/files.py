@@ -434,7 +434,7 @@ def npz_member_header(
     path = Path(path)
     try:
         with zipfile.ZipFile(path) as archive:
-            header = _check_npz_member(archive, name, path, kind)
+            header = _check_npz_member(archive, name, path, kind, to_read=False)
     except _UNREADABLE as error:
         if str(error).startswith(str(path)):
             raise
@@ -445,17 +445,17 @@ def npz_member_header(
 
 
 def _check_npz_member(
-    archive: zipfile.ZipFile, name: str, path: Path, kind: str
+    archive: zipfile.ZipFile, name: str, path: Path, kind: str, *, to_read=True
 ) -> tuple[tuple[int, ...], np.dtype] | None:
     """Check an ``.npz`` member's size and header before NumPy allocates what
-    the header promises: a zip bomb, or a header that promises more data than
-    the member holds, is refused. Returns its shape and dtype (None for a
-    member that is not an array)."""
+    the header promises: a header that promises more data than the member
+    holds is refused, and so is a zip bomb when the member is ``to_read``.
+    Returns its shape and dtype (None for a member that is not an array)."""
     if f"{name}.npy" not in archive.namelist():
         return None  # not an array: NumPy returns its bytes as they are
     info = archive.getinfo(f"{name}.npy")
     expansion = info.file_size / max(info.compress_size, 1)
-    if info.file_size > _BOMB_BYTES and expansion > _MAX_EXPANSION:
+    if to_read and info.file_size > _BOMB_BYTES and expansion > _MAX_EXPANSION:
         raise ValueError(
             f"{path} is not a {kind}: its {name} expands {expansion:.0f} times, "
             f"from {info.compress_size} to {info.file_size} bytes (a zip bomb?); "
