@@ -76,8 +76,10 @@ def atomic_writes(
     """:func:`atomic_write` for several files written together.
 
     Every file is written to a temporary file beside its target first; only
-    when all were written are they moved into place, in the order given. A
-    failure while writing leaves every target as it was. The files get the
+    when all were written are they moved into place, in the order given, the
+    last one last (when replacing, the old last one is removed just before:
+    a process killed among the moves leaves no last file, never a mixed set).
+    A failure while writing leaves every target as it was. The files get the
     mode a newly created file gets (``0o666`` less the process's umask).
 
     Where the system allows (Linux), the temporary files have no name until
@@ -112,16 +114,43 @@ def atomic_writes(
         for temporary in temporaries:
             temporary.finish()
         _publish(temporaries, targets, overwrite)
+    except OSError as error:
+        if type(error) is OSError and error.errno is None:  # NumPy short write
+            raise _why_not_written(error, temporaries, targets) from None
+        raise
     finally:
         for temporary in temporaries:
             temporary.discard()
+
+
+def _why_not_written(
+    error: OSError, temporaries: list[_TemporaryFile], targets: list[Path]
+) -> OSError:
+    """A one-line error naming the file and the system's reason for a failed
+    write (a full disk, a file size limit), found by writing one more byte."""
+    for temporary, target in zip(temporaries, targets, strict=False):
+        descriptor = temporary.handle.fileno()
+        try:
+            os.pwrite(descriptor, b"\0", os.fstat(descriptor).st_size)
+        except OSError as reason:
+            return type(reason)(f"cannot write {target}: {reason.strerror or reason}")
+    return OSError(f"cannot write {targets[-1]}: {error}")
 
 
 def _publish(
     temporaries: list[_TemporaryFile], targets: list[Path], overwrite: bool
 ) -> None:
     """Move finished temporary files onto their targets, in order; without
-    ``overwrite``, undo and refuse when a target appeared meanwhile."""
+    ``overwrite``, undo and refuse when a target appeared meanwhile.
+
+    With several files, the last one's presence says the set is complete: when
+    it is replaced, the old one is removed first, so that a process killed
+    between two moves leaves the set incomplete (no last file), never new
+    files beside an old last file.
+    """
+    if overwrite and len(targets) > 1:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(targets[-1])
     published: list[Path] = []
     for temporary, target in zip(temporaries, targets, strict=True):
         try:

@@ -58,8 +58,11 @@ def save_vectors(
     """Write vectors, their names and a JSON record atomically, together.
 
     All three are written to temporary files first and renamed into place
-    only when every one was written (the ``.npy`` last), so a failed or
-    interrupted write leaves the previous files as they were.
+    only when every one was written (the ``.npy`` last), so a failed write
+    leaves the previous files as they were. The ``.npy`` says the set is
+    complete: a process killed in the instant between the moves leaves no
+    ``.npy`` (an older one is removed just before), never new names beside
+    old vectors.
 
     Parameters
     ----------
