@@ -186,9 +186,9 @@ def test_a_full_disk_is_one_line_and_leaves_no_file(big_job, tmp_path):
 FALLBACK_WRITE = """
     import os, signal, resource, sys
     import numpy as np
-    import vlad.formats.files as files
+    import vlad.formats.writing as writing
     # The hidden temporary files of systems without O_TMPFILE.
-    files._unnamed_file = lambda folder: None
+    writing._unnamed_file = lambda folder: None
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
     from vlad.formats.vectors import save_vectors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.finite import rescale_inputs
+from vlad.core.finite import DistanceOverflowError, run_in_range
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import (
     as_float_matrix,
@@ -73,8 +73,14 @@ def assign(
     check_finite(centers, "centers")
     chunk_bytes = check_positive_int(chunk_bytes, "chunk_bytes")
     n_workers = resolve_n_jobs(n_jobs)
-    descriptors, centers, _ = rescale_inputs(descriptors, centers)
-    return assign_valid(descriptors, centers, chunk_bytes, n_workers)
+    labels, _ = run_in_range(
+        lambda scaled, scaled_centers: assign_valid(
+            scaled, scaled_centers, chunk_bytes, n_workers
+        ),
+        descriptors,
+        centers,
+    )
+    return labels
 
 
 def assign_valid(
@@ -138,14 +144,15 @@ def _assign_rows(
 
 def raise_non_finite(block: np.ndarray, start: int) -> None:
     """Raise ``ValueError`` naming the first non-finite descriptor of a chunk
-    whose distances were not finite (or saying that they overflowed)."""
+    whose distances were not finite, or :class:`DistanceOverflowError` when
+    they overflowed (see :func:`vlad.core.finite.run_in_range`)."""
     bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if bad_rows.size:
         raise ValueError(
             f"descriptors contain NaN or infinite values (first at row "
             f"{start + bad_rows[0]})"
         )
-    raise ValueError(
+    raise DistanceOverflowError(
         f"descriptor distances overflow near row {start}: values are too large for "
         f"{block.dtype} arithmetic; rescale them or pass float64"
     )

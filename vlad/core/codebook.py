@@ -12,7 +12,12 @@ from numpy.typing import ArrayLike
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.finite import largest_magnitude, scale_exponent
-from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
+from vlad.core.validation import (
+    as_float_matrix,
+    as_record,
+    check_finite,
+    check_positive_int,
+)
 from vlad.formats.files import read_record_archive, save_record_archive
 
 __all__ = ["FULL_KMEANS_MAX_SAMPLES", "Codebook", "as_centers", "fit_codebook"]
@@ -46,7 +51,7 @@ class Codebook:
                 f"got shape {self.centers.shape}"
             )
         check_finite(self.centers, "centers")
-        self.metadata = dict(metadata or {})
+        self.metadata = as_record(metadata, "metadata")
 
     @property
     def n_clusters(self) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.validation import as_float_matrix, as_offsets, check_finite
+from vlad.core.validation import as_float_matrix, as_offsets, as_record, check_finite
 from vlad.formats.files import (
     check_format_version,
     read_record_archive,
@@ -86,7 +86,7 @@ class DescriptorSets:
                 f"names must hold one name per image ({n_images}); got {len(names)}"
             )
         self.names = names
-        self.metadata = dict(metadata or {})
+        self.metadata = as_record(metadata, "metadata")
         self.keypoints = (
             None
             if keypoints is None
@@ -135,7 +135,14 @@ class DescriptorSets:
         >>> sets.keypoints_of(1).tolist()
         [[1.0, 2.0, 3.0, 45.0]]
         """
-        blocks = [np.asarray(array) for array in arrays]
+        blocks = []
+        for index, array in enumerate(arrays):
+            try:
+                blocks.append(np.asarray(array))
+            except (TypeError, ValueError) as error:  # ragged nested lists
+                raise ValueError(
+                    f"descriptor array {index} is not an array of numbers: {error}"
+                ) from None
         source = "n_features"
         for index, block in enumerate(blocks):
             if block.ndim == 1 and block.size == 0:

@@ -14,11 +14,15 @@ they do not fit in their dtype.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
 __all__ = [
     "SAFE_MAGNITUDE",
+    "DistanceOverflowError",
+    "run_in_range",
     "cast_in_range",
     "check_residuals",
     "largest_magnitude",
@@ -27,6 +31,13 @@ __all__ = [
     "scale_exponent",
 ]
 
+R = TypeVar("R")
+
+
+class DistanceOverflowError(ValueError):
+    """Squared distances overflowed although the descriptors are finite."""
+
+
 #: Largest magnitude each float dtype is computed with unscaled: the squared
 #: distances and norms of values this size, summed over millions of
 #: descriptors, stay finite.
@@ -34,14 +45,18 @@ SAFE_MAGNITUDE = {np.dtype(np.float32): 2.0**40, np.dtype(np.float64): 2.0**320}
 
 
 def largest_magnitude(*arrays: np.ndarray) -> float:
-    """The largest absolute value among ``arrays`` (0 when all are empty).
+    """The largest absolute value among ``arrays`` (0 when all are empty, NaN
+    when one holds NaN).
 
     Two reductions per array (its minimum and maximum), no temporary copy.
     """
     largest = 0.0
     for array in arrays:
         if array.size:
-            largest = max(largest, abs(float(array.min())), abs(float(array.max())))
+            low, high = float(array.min()), float(array.max())
+            if math.isnan(low) or math.isnan(high):
+                return math.nan
+            largest = max(largest, abs(low), abs(high))
     return largest
 
 
@@ -67,6 +82,43 @@ def scale_exponent(magnitude: float, dtype: np.dtype) -> int:
     return -math.frexp(magnitude)[1]
 
 
+def run_in_range(
+    run: Callable[[np.ndarray, np.ndarray], R],
+    descriptors: np.ndarray,
+    centers: np.ndarray,
+    finite: Callable[[R], bool] = lambda result: True,
+) -> tuple[R, int]:
+    """``run(descriptors, centers)``, on inputs scaled by a power of two when
+    their magnitude is extreme; and that exponent (0: unscaled).
+
+    Measuring the descriptors costs a pass over them, so it is done only when
+    needed: the centres are measured first (they are few); the descriptors
+    only when the run overflows (:class:`DistanceOverflowError`, or a result
+    that ``finite`` refuses), and the run is then made again on both scaled.
+    Floating-point warnings of the first run are silenced: its overflow is
+    handled here. A NaN or infinite input is reported by ``run`` itself.
+    """
+    exponent = scale_exponent(largest_magnitude(centers), centers.dtype)
+    if exponent:
+        descriptors, centers, exponent = rescale_inputs(descriptors, centers)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = run(descriptors, centers)
+        if exponent or finite(result):
+            return result, exponent
+    except DistanceOverflowError:
+        if exponent:
+            raise
+    descriptors, centers, exponent = rescale_inputs(descriptors, centers)
+    if exponent == 0:  # not extreme, yet overflowing: cannot be helped
+        raise ValueError(
+            f"the arithmetic on these {descriptors.dtype} descriptors overflows; "
+            "rescale them or pass float64"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        return run(descriptors, centers), exponent
+
+
 def cast_in_range(array: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
     """``array`` as ``dtype`` (no copy when it already is one), refused when
     its values do not fit (float64 centres of 1e300 for float32 descriptors).
@@ -77,7 +129,7 @@ def cast_in_range(array: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
         A value beyond the largest finite number of ``dtype``.
     """
     dtype = np.dtype(dtype)
-    if array.dtype != dtype and largest_magnitude(array) > np.finfo(dtype).max:
+    if array.dtype != dtype and largest_magnitude(array) > float(np.finfo(dtype).max):
         raise ValueError(
             f"{name} hold values as large as {largest_magnitude(array):.3g}, beyond "
             f"{dtype}, the descriptors' dtype; pass {array.dtype} descriptors"
@@ -96,10 +148,23 @@ def rescale_inputs(
     ----------
     descriptors : ndarray of shape (n_descriptors, n_features)
     centers : ndarray of shape (n_clusters, n_features), same float dtype
+
+    Raises
+    ------
+    ValueError
+        NaN or infinite descriptors or centres (the reductions that measure
+        the magnitude find them at no extra cost).
     """
-    exponent = scale_exponent(
-        largest_magnitude(descriptors, centers), descriptors.dtype
-    )
+    magnitude = largest_magnitude(descriptors, centers)
+    if not math.isfinite(magnitude):  # the reductions met a NaN or an inf
+        for array, name in ((descriptors, "descriptors"), (centers, "centers")):
+            bad_rows = np.flatnonzero(~np.isfinite(array).all(axis=1))
+            if bad_rows.size:
+                raise ValueError(
+                    f"{name} contain NaN or infinite values (first at row "
+                    f"{bad_rows[0]})"
+                )
+    exponent = scale_exponent(magnitude, descriptors.dtype)
     if exponent == 0:
         return descriptors, centers, 0
     return np.ldexp(descriptors, exponent), np.ldexp(centers, exponent), exponent
@@ -166,7 +231,7 @@ def check_residuals(
         raise ValueError(
             f"aggregator {aggregator} returned {bad} NaN or infinite residual value(s)"
         )
-    if largest_magnitude(array) > np.finfo(dtype).max:
+    if largest_magnitude(array) > float(np.finfo(dtype).max):
         raise ValueError(
             f"aggregator {aggregator} returned residual sums too large for {dtype}"
         )

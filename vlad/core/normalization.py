@@ -129,7 +129,17 @@ def normalize_in_place(
     l2: bool,
     counts: np.ndarray | None = None,
 ) -> None:
-    """:func:`normalize` on a valid, writeable ``(T, K, F)`` float array."""
+    """:func:`normalize` on a valid, writeable ``(T, K, F)`` float array.
+
+    Silent about floating-point overflow: it may run (in a worker thread) on
+    sums that overflowed, which :func:`vlad.core.finite.run_in_range` then
+    encodes again scaled.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        _normalize_in_place(vectors, power, intra, l2, counts)
+
+
+def _normalize_in_place(vectors, power, intra, l2, counts) -> None:
     if counts is not None:
         vectors /= np.maximum(counts, 1)[:, :, None].astype(vectors.dtype)
     if power != 1.0:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
 __all__ = [
     "all_finite",
+    "as_record",
     "as_float_matrix",
     "as_labels",
     "as_offsets",
@@ -90,7 +92,18 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
             f"(shape={array.shape}) while a minimum of 1 is required."
         )
     target = float_dtype_of(array) if dtype is None else np.dtype(dtype)
-    return np.ascontiguousarray(array, dtype=target)
+    if array.dtype.kind != "f" or array.dtype.itemsize <= target.itemsize:
+        return np.ascontiguousarray(array, dtype=target)
+    # Narrowing (float64 centres for float32 descriptors): a finite value
+    # beyond the target's range would become inf.
+    with np.errstate(over="ignore"):
+        narrowed = np.ascontiguousarray(array, dtype=target)
+    if not all_finite(narrowed) and all_finite(array):
+        raise ValueError(
+            f"{name} holds values beyond the range of {target}, the dtype they "
+            f"are computed in; rescale them or pass float64 data"
+        )
+    return narrowed
 
 
 def all_finite(array: np.ndarray) -> bool:
@@ -169,6 +182,15 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
                 f"got values from {low} to {high}"
             )
     return np.ascontiguousarray(array, dtype=np.intp)
+
+
+def as_record(value, name: str) -> dict:
+    """A copy of a JSON-like record given as a mapping (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict or None; got {type(value).__name__}")
+    return dict(value)
 
 
 def check_positive_int(value, name: str) -> int:
