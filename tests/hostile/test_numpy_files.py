@@ -17,7 +17,12 @@ import pytest
 from photos import DATA
 
 import vlad
-from hostile.conftest import assert_one_line_error, invoke, record
+from hostile.conftest import (
+    assert_one_line_error,
+    assert_valid_vectors,
+    invoke,
+    record,
+)
 from hostile.makers import (
     deep_json,
     npy_header_claiming,
@@ -198,6 +203,9 @@ def test_fit_on_hostile_descriptor_files(tmp_path, name):
         assert np.isfinite(codebook.centers).all()
         vectors = vlad.encode(read_descriptor_file(path), codebook)
         assert np.isfinite(vectors).all() and np.abs(vectors).max() > 0
+        invoke("encode", path, "-c", output, "-o", tmp_path / "v.npy", "-q")
+        assert_valid_vectors(tmp_path / "v.npy")
+        np.testing.assert_allclose(np.load(tmp_path / "v.npy"), vectors, atol=1e-6)
         record("handled")
     else:
         result = invoke("fit", path, "-k", 2, "-o", output, exit_code=1)
@@ -342,4 +350,19 @@ def test_info_on_descriptor_sets_reads_no_descriptors(tmp_path):
     assert summary["n_descriptors"] == 1 << 18 and summary["n_features"] == 128
     with pytest.raises(ValueError, match="expands"):
         vlad.DescriptorSets.load(path)
+    record("handled")
+
+
+def test_a_codebook_without_a_descriptor_record_warns_on_images(tmp_path):
+    """Fitted on a raw .npy, a codebook does not know how its descriptors
+    were made: encoding images with it says so."""
+    path = tmp_path / "sift.npy"
+    np.save(path, DESCRIPTORS)
+    invoke("fit", path, "-k", 2, "-o", tmp_path / "codebook.npz", "-q")
+    result = invoke(
+        "encode", DATA / "chelsea.jpg", "-c", tmp_path / "codebook.npz",
+        "-o", tmp_path / "v.npy", "--max-side", 128,
+    )  # fmt: skip
+    assert "warning: the codebook does not record how its descriptors" in result.output
+    assert_valid_vectors(tmp_path / "v.npy", ["chelsea.jpg"])
     record("handled")
