@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -319,6 +320,7 @@ def test_encoding_options(aggregator, power, intra, l2, mass):
     event("returned")
 
 
+@pytest.mark.filterwarnings("ignore:Number of distinct clusters")
 @settings(max_examples=20)
 @given(
     n_clusters=mostly(st.sampled_from([1, 2]), st.sampled_from([0, "2"])),
