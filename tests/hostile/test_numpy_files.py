@@ -366,3 +366,33 @@ def test_a_codebook_without_a_descriptor_record_warns_on_images(tmp_path):
     assert "warning: the codebook does not record how its descriptors" in result.output
     assert_valid_vectors(tmp_path / "v.npy", ["chelsea.jpg"])
     record("handled")
+
+
+def _vectors(path, record_text=None, names="0\n1\n"):
+    np.save(path, np.ones((2, 4), np.float32))
+    path.with_suffix(".names.txt").write_text(names)
+    path.with_suffix(".json").write_text(record_text or json.dumps(VECTORS_RECORD))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("record_text", "names", "fragment"),
+    [
+        (deep_json(100_000), "0\n1\n", "not readable JSON"),
+        ("[1, 2]", "0\n1\n", "not a vectors record"),
+        ("\udcff", "0\n1\n", "not readable JSON"),
+        (None, "0\n1\n2\n", "holds 3 names for 2 vectors"),
+        (None, "0\n", "holds 1 names for 2 vectors"),
+    ],
+)
+def test_info_on_vectors_with_a_broken_record_or_names(
+    tmp_path, record_text, names, fragment
+):
+    path = tmp_path / "vectors.npy"
+    if record_text == "\udcff":
+        _vectors(path)
+        path.with_suffix(".json").write_bytes(b"\xff\xfe{")
+    else:
+        _vectors(path, record_text, names)
+    result = invoke("info", path, exit_code=1)
+    assert_one_line_error(result.output, fragment)

@@ -173,7 +173,7 @@ def load_vectors(
     if record_path.is_file():
         try:
             record = json.loads(record_path.read_text())
-        except (ValueError, UnicodeDecodeError) as error:
+        except (ValueError, RecursionError) as error:  # UnicodeDecodeError too
             raise ValueError(f"{record_path} is not readable JSON ({error})") from None
         if not isinstance(record, dict):
             raise ValueError(

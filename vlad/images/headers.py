@@ -22,15 +22,21 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _TIFF_STARTS = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 #: Start-of-frame markers (SOF0-SOF15 less DHT, JPG and DAC): they carry the size.
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-#: TIFF tags: image width, image length, extra samples.
-_TIFF_WIDTH, _TIFF_HEIGHT, _TIFF_EXTRA_SAMPLES = 256, 257, 338
+#: TIFF tags: image width, image length, photometric interpretation, samples
+#: per pixel.
+_TIFF_WIDTH, _TIFF_HEIGHT, _TIFF_PHOTOMETRIC, _TIFF_SAMPLES = 256, 257, 262, 277
+#: Colour channels of each TIFF photometric interpretation (white or black is
+#: zero, RGB, palette, mask, CMYK, YCbCr): samples beyond them are extra,
+#: which OpenCV decodes as alpha.
+_TIFF_COLOURS = {0: 1, 1: 1, 2: 3, 3: 1, 4: 1, 5: 4, 6: 3}
 #: Bytes of the TIFF field types (BYTE, ASCII, SHORT, LONG, RATIONAL, ...).
 _TIFF_TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 1, 8: 2, 9: 4, 10: 8}
 _TIFF_TYPE_SIZES.update({11: 4, 12: 8, 16: 8, 17: 8, 18: 8})
 
 
 class ImageHeader(NamedTuple):
-    """An image file's format, size and whether it may have transparency."""
+    """An image file's format, size and whether it may have transparency
+    (decoded with its alpha channel, composited if OpenCV returns one)."""
 
     format: str
     width: int
@@ -143,22 +149,25 @@ def _png_header(encoded: bytes) -> ImageHeader | None:
 
 
 def _bmp_header(encoded: bytes) -> ImageHeader | None:
-    """The size in the bitmap header (OS/2's 12-byte one or Windows')."""
-    if len(encoded) < 26:
+    """The size in the bitmap header (OS/2's 12-byte one or Windows'); a
+    32-bit bitmap may carry alpha (OpenCV decodes it when its masks say so)."""
+    if len(encoded) < 30:
         return None
     if int.from_bytes(encoded[14:18], "little") == 12:
         width = int.from_bytes(encoded[18:20], "little")
         height = int.from_bytes(encoded[20:22], "little")
+        bits = int.from_bytes(encoded[24:26], "little")
     else:
         width = int.from_bytes(encoded[18:22], "little", signed=True)
         # A negative height is a top-down bitmap.
         height = abs(int.from_bytes(encoded[22:26], "little", signed=True))
-    return ImageHeader("BMP", width, height, False)
+        bits = int.from_bytes(encoded[28:30], "little")
+    return ImageHeader("BMP", width, height, bits == 32)
 
 
 def _tiff_header(encoded: bytes) -> ImageHeader | None:
-    """The size and extra (alpha) samples in the first image file directory,
-    classic or BigTIFF."""
+    """The size, and whether there are samples beyond the colour ones (alpha),
+    in the first image file directory, classic or BigTIFF."""
     order = "little" if encoded[:2] == b"II" else "big"
     big = encoded[2:4] in (b"+\x00", b"\x00+")
 
@@ -179,12 +188,12 @@ def _tiff_header(encoded: bytes) -> ImageHeader | None:
         size = _TIFF_TYPE_SIZES.get(kind, 1)
         if size * count > offset_size:  # the value lies elsewhere
             value_at = number(value_at, offset_size)
-        if tag in (_TIFF_WIDTH, _TIFF_HEIGHT, _TIFF_EXTRA_SAMPLES) and count:
-            fields[tag] = number(value_at, size)
+        if tag in (_TIFF_WIDTH, _TIFF_HEIGHT, _TIFF_PHOTOMETRIC, _TIFF_SAMPLES):
+            fields[tag] = number(value_at, size) if count else 0
     if _TIFF_WIDTH not in fields or _TIFF_HEIGHT not in fields:
         return None
-    # Extra samples 1 and 2 are associated and unassociated alpha.
-    alpha = fields.get(_TIFF_EXTRA_SAMPLES, 0) in (1, 2)
+    colours = _TIFF_COLOURS.get(fields.get(_TIFF_PHOTOMETRIC, 1), 4)
+    alpha = fields.get(_TIFF_SAMPLES, 1) > colours
     return ImageHeader("TIFF", fields[_TIFF_WIDTH], fields[_TIFF_HEIGHT], alpha)
 
 
