@@ -10,6 +10,7 @@ folder), and nothing is allocated because a header says so.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -180,6 +181,10 @@ DESCRIPTOR_FILES = {
             else path
         ),
         "holds VLAD vectors",
+    ),
+    "pipe.npy": (
+        lambda path, marker: os.mkfifo(path) or path,
+        "not a regular file",
     ),
     "huge-float32.npy": (descriptors_npy(DESCRIPTORS * np.float32(5e36)), None),
     "huge-float64.npy": (descriptors_npy(DESCRIPTORS.astype(np.float64) * 1e307), None),

@@ -114,6 +114,8 @@ def read_numpy_file(
     """
     path = Path(path)
     if not path.is_file():
+        if path.exists():  # a folder, a named pipe, a device
+            raise ValueError(f"{path} is not a {kind}: it is not a regular file")
         raise FileNotFoundError(f"no such file: {path}")
     try:
         with open(path, "rb") as handle:

@@ -75,6 +75,8 @@ def describe_file(path: str | os.PathLike) -> dict:
     """
     path = Path(path)
     if not path.is_file():
+        if path.exists():  # a folder, a named pipe, a device
+            raise ValueError(f"{path} is not a vlad file: it is not a regular file")
         raise FileNotFoundError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".npz":
