@@ -79,10 +79,36 @@ def test_no_descriptors():
         ([[0.0, 1.0], [np.nan, 1.0]], np.ones((2, 2)), "NaN or infinite values.*row 1"),
         ([[0.0, 1.0], [np.inf, 1.0]], np.ones((2, 2)), "NaN or infinite values.*row 1"),
         (np.ones((2, 2)), [[np.nan, 1.0]], "centers contains 1 NaN"),
-        (np.full((2, 2), 3e38, np.float32), np.ones((1, 2)), "overflow"),
         (np.ones(3), np.ones((2, 3)), "must be a 2-D array"),
+        (np.ones((2, 3)), np.ones((0, 3)), "at least one centre"),
+        (np.ones((2, 0)), np.ones((2, 0)), "at least one feature"),
     ],
 )
 def test_bad_input_gets_a_clear_error(descriptors, centers, message):
     with pytest.raises(ValueError, match=message):
         vlad.assign(descriptors, centers)
+
+
+@pytest.mark.parametrize(
+    ("chunk_bytes", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError)]
+)
+def test_chunk_bytes_must_be_a_positive_integer(chunk_bytes, error):
+    with pytest.raises(error, match="chunk_bytes"):
+        vlad.assign(np.ones((2, 3)), np.ones((2, 3)), chunk_bytes=chunk_bytes)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "magnitude"),
+    [(np.float32, 3e38), (np.float32, 1e-40), (np.float64, 1e308)],
+)
+def test_extreme_magnitudes_are_assigned_as_the_same_values_scaled(dtype, magnitude):
+    rng = np.random.default_rng(0)
+    unit_descriptors = rng.uniform(-1, 1, (50, 4))
+    unit_centers = rng.uniform(-1, 1, (6, 4))
+    descriptors = (unit_descriptors * magnitude).astype(dtype)
+    centers = (unit_centers * magnitude).astype(dtype)
+    expected = brute_force_labels(
+        descriptors.astype(np.float64) / magnitude,
+        centers.astype(np.float64) / magnitude,
+    )
+    np.testing.assert_array_equal(vlad.assign(descriptors, centers), expected)

@@ -10,11 +10,11 @@ from photos import DATA, PHOTOS
 from vlad.images.files import (
     IMAGE_EXTENSIONS,
     ImageReadError,
-    _jpeg_is_complete,
     as_grey_image,
     find_images,
     read_image,
 )
+from vlad.images.headers import truncated_format
 
 
 def touch_image(path, value=0):
@@ -101,7 +101,10 @@ def test_read_image_reads_16_bit_png(tmp_path):
     ("content", "reason"),
     [
         (b"", "the file is empty"),
-        (b"plain text, not an image\n", "not an image that OpenCV can decode"),
+        (
+            b"plain text, not an image\n",
+            "not an image: not a JPEG, PNG, BMP, TIFF or WebP file",
+        ),
     ],
 )
 def test_unreadable_files_give_one_line_errors(tmp_path, content, reason):
@@ -126,9 +129,9 @@ def test_truncated_jpegs_are_refused(tmp_path, progressive, kept):
         ".jpg", image, [cv2.IMWRITE_JPEG_PROGRESSIVE, int(progressive)]
     )
     encoded = encoded.tobytes()
-    assert _jpeg_is_complete(encoded)
+    assert truncated_format(encoded) is None
     cut = encoded[: int(len(encoded) * kept)]
-    assert not _jpeg_is_complete(cut)
+    assert truncated_format(cut) == "JPEG"
     path = tmp_path / "cut.jpg"
     path.write_bytes(cut)
     with pytest.raises(ImageReadError, match="truncated JPEG"):

@@ -66,6 +66,8 @@ def test_params_clone_and_pickle(extractor, path_sets):
         "max_side": 64,
         "max_keypoints": 10,
         "dense": True,
+        "max_pixels": 10**6,
+        "on_error": "skip",
         "n_jobs": 2,
     }
     configured = vlad.SIFTExtractor().set_params(**params)

@@ -129,7 +129,13 @@ def encode(
             n_jobs=n_jobs,
             progress=progress,
         )
-        save_vectors(output, result.vectors, result.names, result.record())
+        save_vectors(
+            output,
+            result.vectors,
+            result.names,
+            result.record(),
+            overwrite=overwrite,
+        )
     n_images, n_dimensions = result.vectors.shape
     logger.info(
         "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, "

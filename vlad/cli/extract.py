@@ -62,7 +62,7 @@ def extract(
         sets, report = extract_images(
             inputs, descriptor_options, n_jobs=n_jobs, progress=progress
         )
-        sets.save(output)
+        sets.save(output, overwrite=overwrite)
     logger.info(
         "wrote %s of %s (%s) to %s",
         count(sets.descriptors.shape[0], "descriptor"),

@@ -90,7 +90,7 @@ def fit(
             n_jobs=n_jobs,
             progress=progress,
         )
-        codebook.save(output)
+        codebook.save(output, overwrite=overwrite)
     logger.info(
         "wrote a codebook of %d centres x %d features (fingerprint %s), fitted on "
         "%d descriptors of %d images, to %s",

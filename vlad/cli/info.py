@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from vlad.cli.reporting import library_errors
+from vlad.cli.reporting import library_errors, printable
 from vlad.formats.info import describe_file
 
 __all__ = ["info"]
@@ -21,6 +21,10 @@ def info(file: Path, as_json: bool) -> None:
     """Show what FILE holds: a codebook or descriptor sets (.npz), or vectors
     (.npy, with its .names.txt and .json beside it).
 
+    The file, its kind, shapes and fingerprint are what vlad computes, never
+    what the file's record claims; control characters in names and records
+    are shown escaped.
+
     \b
     Example:
         vlad info codebook.npz
@@ -28,10 +32,11 @@ def info(file: Path, as_json: bool) -> None:
     with library_errors():
         summary = describe_file(file)
     if as_json:
+        # JSON escapes control characters itself ("\u001b").
         click.echo(json.dumps(summary, indent=2))
     else:
         for line in _lines(summary):
-            click.echo(line)
+            click.echo(printable(line))
 
 
 def _lines(summary: dict, indent: str = "") -> Iterator[str]:

@@ -1,6 +1,16 @@
-"""The ``vlad`` command group."""
+"""The ``vlad`` command group, and how it ends: exit status 0 on success, 1
+on an error (one line, no traceback), 2 on a usage error, 130 when
+interrupted (Ctrl-C) and 143 when terminated (SIGTERM), in both cases after
+removing what it was writing."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
 
 import click
 
@@ -14,10 +24,85 @@ from vlad.cli.index import index
 from vlad.cli.info import info
 from vlad.cli.search import search
 
-__all__ = ["main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "VladGroup", "main"]
+
+#: Exit statuses of an interrupted (SIGINT, Ctrl-C) and a terminated
+#: (SIGTERM) command: 128 plus the signal's number, as shells report them.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so that clean-up runs."""
+
+
+def _raise_terminated(signal_number, frame):
+    raise _Terminated
+
+
+class VladGroup(click.Group):
+    """The command group: a subcommand interrupted by Ctrl-C or SIGTERM
+    cleans up (temporary files go, earlier outputs stay) and exits with
+    130 or 143, with one line on stderr."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            with _terminate_by_exception(), _python_stderr_apart():
+                return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except _Terminated:
+            click.echo("terminated", err=True)
+            raise click.exceptions.Exit(EXIT_TERMINATED) from None
+
+
+@contextlib.contextmanager
+def _terminate_by_exception() -> Iterator[None]:
+    """SIGTERM raises an exception in the main thread while the block runs
+    (its default kills the process before any clean-up)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _python_stderr_apart() -> Iterator[None]:
+    """Python's own messages go to a copy of descriptor 2 while the block runs.
+
+    Image decoding points descriptor 2 elsewhere for a moment to catch the
+    decoders' messages (:mod:`vlad.images.decoder_messages`); the progress
+    bar and the log must not wait for it.
+    """
+    try:
+        descriptor = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (tests)
+        descriptor = -1
+    if descriptor != 2:
+        yield
+        return
+    sys.stderr.flush()
+    previous = sys.stderr
+    sys.stderr = open(
+        os.dup(2),
+        "w",
+        buffering=1,
+        encoding=previous.encoding,
+        errors=previous.errors,
+    )
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            sys.stderr.close()
+        sys.stderr = previous
+
+
+@click.group(cls=VladGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="vlad")
 def main() -> None:
     """VLAD vectors of image folders: SIFT descriptors, codebooks, vectors,

@@ -147,16 +147,27 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
             help="Keep at most this many keypoints per image, the strongest; "
             "0 keeps all.",
         ),
+        click.option(
+            "--max-pixels",
+            type=click.IntRange(min=0),
+            default=None,
+            show_default=shown_default("max_pixels"),
+            help="Skip (and report) images of more pixels, read from their "
+            "header before decoding; 0 for no limit.",
+        ),
     ]
 
     def decorator(command: Callable) -> Callable:
         @functools.wraps(command)
-        def wrapper(*args, root_sift, dense, max_side, max_keypoints, **kwargs):
+        def wrapper(
+            *args, root_sift, dense, max_side, max_keypoints, max_pixels, **kwargs
+        ):
             given = {
                 "root_sift": root_sift,
                 "dense": dense,
                 "max_side": max_side,
                 "max_keypoints": max_keypoints,
+                "max_pixels": max_pixels,
             }
             chosen = {name: value for name, value in given.items() if value is not None}
             return command(*args, descriptor_options=chosen, **kwargs)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import click
 
+from vlad.formats.files import check_writable_folder
 from vlad.images.batch import BatchReport
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "count",
     "library_errors",
     "log_to_stderr",
+    "printable",
     "progress_bar",
     "report_skipped",
 ]
@@ -26,7 +29,32 @@ __all__ = [
 logger = logging.getLogger("vlad.cli")
 
 #: Library errors that are the user's to fix: shown as one line, no traceback.
-USER_ERRORS = (ValueError, TypeError, OSError, ImportError)
+USER_ERRORS = (ValueError, TypeError, OSError, ImportError, MemoryError)
+#: Characters that would act on a terminal rather than show: C0 and C1
+#: controls (escape sequences start with them) and the surrogates that stand
+#: for undecodable bytes of file names.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with control characters and undecodable bytes escaped
+    (``\x1b``), so that a file name or a file's record cannot drive the
+    terminal.
+
+    Examples
+    --------
+    >>> from vlad.cli.reporting import printable
+    >>> printable("photo\x1b[2J.jpg")
+    'photo\\x1b[2J.jpg'
+    """
+    return _UNPRINTABLE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 class _StderrHandler(logging.Handler):
@@ -35,7 +63,7 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = self.format(record)
+            message = printable(self.format(record))
             if record.levelno >= logging.WARNING:
                 message = f"{record.levelname.lower()}: {message}"
             if sys.stderr.isatty():
@@ -94,17 +122,22 @@ def progress_bar(
 
 
 def check_outputs(paths: Iterable[Path], overwrite: bool) -> None:
-    """Refuse, before any work, outputs that exist (without ``--overwrite``) or
-    whose folder does not."""
+    """Refuse, before any work, outputs that exist (without ``--overwrite``),
+    whose folder does not exist, or in whose folder no file can be created."""
     for path in paths:
+        shown = printable(str(path))
         if not path.parent.is_dir():
-            raise click.ClickException(f"the folder of {path} does not exist")
+            raise click.ClickException(f"the folder of {shown} does not exist")
         if path.is_dir():
-            raise click.ClickException(f"{path} is a folder, not a file name")
+            raise click.ClickException(f"{shown} is a folder, not a file name")
         if path.exists() and not overwrite:
             raise click.ClickException(
-                f"{path} already exists; pass --overwrite to replace it"
+                f"{shown} already exists; pass --overwrite to replace it"
             )
+        try:
+            check_writable_folder(path.parent)
+        except OSError as error:
+            raise click.ClickException(printable(str(error))) from None
 
 
 @contextlib.contextmanager
@@ -117,17 +150,23 @@ def library_errors() -> Iterator[None]:
 
 
 def _one_line(error: BaseException) -> str:
-    """The error's message on one line."""
+    """The error's message on one line, printable."""
     message = str(error) or type(error).__name__
-    return " ".join(message.split())
+    if isinstance(error, MemoryError):
+        message = f"out of memory ({message})"
+    return printable(" ".join(message.split()))
 
 
 def report_skipped(report: BatchReport) -> None:
-    """Log how many images were skipped or had no descriptors, if any."""
+    """Log how many images (and folders) were skipped or had no descriptors,
+    if any."""
     if report.skipped:
+        n_folders = sum(name.endswith("/") for name in report.skipped)
+        n_files = len(report.skipped) - n_folders
+        counts = [(n_files, "file"), (n_folders, "folder")]
+        parts = [count(n, noun) for n, noun in counts if n]
         logger.info(
-            "skipped %s that could not be read (listed above)",
-            count(len(report.skipped), "file"),
+            "skipped %s that could not be read (listed above)", " and ".join(parts)
         )
     if report.empty:
         logger.info(

@@ -8,7 +8,9 @@
 - :mod:`vlad.core.options`: the encoding settings, :class:`EncodingOptions`;
 - :mod:`vlad.core.encoding`: all of them at once, :func:`vlad.encode`;
 - :mod:`vlad.core.validation` and :mod:`vlad.core.parallel`: the checks and the
-  threads they share.
+  threads they share;
+- :mod:`vlad.core.finite`: extreme magnitudes scaled by a power of two, so that
+  no NaN comes out of finite input.
 
 The public names are re-exported by :mod:`vlad`.
 """

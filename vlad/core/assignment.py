@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.core.finite import DistanceOverflowError, run_in_range
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
-from vlad.core.validation import as_float_matrix, check_finite, check_n_features
+from vlad.core.validation import (
+    as_float_matrix,
+    check_finite,
+    check_n_features,
+    check_positive_int,
+)
 
 __all__ = ["CHUNK_BYTES", "assign", "assign_valid", "raise_non_finite"]
 
@@ -32,8 +38,10 @@ def assign(
     ----------
     descriptors : array-like of shape (n_descriptors, n_features)
     centers : array-like of shape (n_clusters, n_features)
+        At least one centre.
     chunk_bytes : int, default=1 MiB
-        Upper bound on the distance matrix of one chunk.
+        Upper bound on the distance matrix of one chunk, a positive integer
+        (a chunk holds at least one row whatever it says).
     n_jobs : int or None, default=None
         Worker threads (None or -1: every available core). Each runs
         single-threaded BLAS on its own rows; the labels do not depend on it.
@@ -45,7 +53,11 @@ def assign(
     Raises
     ------
     ValueError
-        Dimension mismatch, or NaN/inf descriptors or centres.
+        Dimension mismatch, no centres, NaN/inf descriptors or centres, or
+        ``chunk_bytes`` below 1. Values of extreme magnitude are scaled
+        together by a power of two first, which changes no label.
+    TypeError
+        ``chunk_bytes`` or ``n_jobs`` is not an integer.
 
     Examples
     --------
@@ -56,8 +68,19 @@ def assign(
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
+    if centers.shape[0] < 1:
+        raise ValueError("centers must hold at least one centre; got none")
     check_finite(centers, "centers")
-    return assign_valid(descriptors, centers, chunk_bytes, resolve_n_jobs(n_jobs))
+    chunk_bytes = check_positive_int(chunk_bytes, "chunk_bytes")
+    n_workers = resolve_n_jobs(n_jobs)
+    labels, _ = run_in_range(
+        lambda scaled, scaled_centers: assign_valid(
+            scaled, scaled_centers, chunk_bytes, n_workers
+        ),
+        descriptors,
+        centers,
+    )
+    return labels
 
 
 def assign_valid(
@@ -121,14 +144,15 @@ def _assign_rows(
 
 def raise_non_finite(block: np.ndarray, start: int) -> None:
     """Raise ``ValueError`` naming the first non-finite descriptor of a chunk
-    whose distances were not finite (or saying that they overflowed)."""
+    whose distances were not finite, or :class:`DistanceOverflowError` when
+    they overflowed (see :func:`vlad.core.finite.run_in_range`)."""
     bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if bad_rows.size:
         raise ValueError(
             f"descriptors contain NaN or infinite values (first at row "
             f"{start + bad_rows[0]})"
         )
-    raise ValueError(
+    raise DistanceOverflowError(
         f"descriptor distances overflow near row {start}: values are too large for "
         f"{block.dtype} arithmetic; rescale them or pass float64"
     )

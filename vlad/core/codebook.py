@@ -11,7 +11,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
-from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
+from vlad.core.finite import largest_magnitude, scale_exponent
+from vlad.core.validation import (
+    as_float_matrix,
+    as_record,
+    check_finite,
+    check_positive_int,
+)
 from vlad.formats.files import read_record_archive, save_record_archive
 
 __all__ = ["FULL_KMEANS_MAX_SAMPLES", "Codebook", "as_centers", "fit_codebook"]
@@ -45,7 +51,7 @@ class Codebook:
                 f"got shape {self.centers.shape}"
             )
         check_finite(self.centers, "centers")
-        self.metadata = dict(metadata or {})
+        self.metadata = as_record(metadata, "metadata")
 
     @property
     def n_clusters(self) -> int:
@@ -65,8 +71,12 @@ class Codebook:
         digest.update(self.centers.tobytes())
         return digest.hexdigest()[:16]
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write to an ``.npz`` file atomically; never pickles."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
+        """Write to an ``.npz`` file atomically; never pickles.
+
+        An existing file is replaced only with ``overwrite``, and never one
+        that appears while this one is written (``FileExistsError``).
+        """
         save_record_archive(
             path,
             {
@@ -77,6 +87,7 @@ class Codebook:
                 "n_features": self.n_features,
                 "dtype": self.centers.dtype.name,
             },
+            overwrite=overwrite,
             centers=self.centers,
         )
 
@@ -226,7 +237,13 @@ def fit_codebook(
         algorithm = (
             "lloyd" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
         )
-    centers = _kmeans(training, n_clusters, algorithm, max_iter, seed)
+    # k-means squares distances: values of extreme magnitude are fitted scaled
+    # by a power of two (the centres scale with them, exactly).
+    exponent = scale_exponent(largest_magnitude(training), training.dtype)
+    centers = _kmeans(
+        np.ldexp(training, exponent), n_clusters, algorithm, max_iter, seed
+    )
+    centers = np.ldexp(centers, -exponent)
     metadata = {
         "seed": seed,
         "n_training_descriptors": int(training.shape[0]),

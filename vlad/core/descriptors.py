@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.validation import as_float_matrix, as_offsets, check_finite
+from vlad.core.validation import as_float_matrix, as_offsets, as_record, check_finite
 from vlad.formats.files import (
     check_format_version,
     read_record_archive,
@@ -86,7 +86,7 @@ class DescriptorSets:
                 f"names must hold one name per image ({n_images}); got {len(names)}"
             )
         self.names = names
-        self.metadata = dict(metadata or {})
+        self.metadata = as_record(metadata, "metadata")
         self.keypoints = (
             None
             if keypoints is None
@@ -135,7 +135,14 @@ class DescriptorSets:
         >>> sets.keypoints_of(1).tolist()
         [[1.0, 2.0, 3.0, 45.0]]
         """
-        blocks = [np.asarray(array) for array in arrays]
+        blocks = []
+        for index, array in enumerate(arrays):
+            try:
+                blocks.append(np.asarray(array))
+            except (TypeError, ValueError) as error:  # ragged nested lists
+                raise ValueError(
+                    f"descriptor array {index} is not an array of numbers: {error}"
+                ) from None
         source = "n_features"
         for index, block in enumerate(blocks):
             if block.ndim == 1 and block.size == 0:
@@ -220,10 +227,12 @@ class DescriptorSets:
                 f"{path} holds inconsistent descriptor sets: {error}"
             ) from None
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
         """Write to an ``.npz`` file atomically (temporary file, then rename).
 
         The ``keypoints`` member is written only when the sets hold keypoints.
+        An existing file is replaced only with ``overwrite``, and never one
+        that appears while this one is written (``FileExistsError``).
         """
         record = {
             "format": "descriptor sets",
@@ -238,7 +247,7 @@ class DescriptorSets:
         if self.keypoints is not None:
             record["keypoint_fields"] = list(KEYPOINT_FIELDS)
             arrays["keypoints"] = self.keypoints
-        save_record_archive(path, record, **arrays)
+        save_record_archive(path, record, overwrite=overwrite, **arrays)
 
     @property
     def n_features(self) -> int:

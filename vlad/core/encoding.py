@@ -13,10 +13,16 @@ from vlad.core.aggregators.segments import segment_counts
 from vlad.core.assignment import CHUNK_BYTES, assign_valid
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core.finite import (
+    cast_in_range,
+    check_residuals,
+    restore_scale,
+    run_in_range,
+)
 from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
-from vlad.core.validation import check_n_features
+from vlad.core.validation import all_finite, check_n_features
 
 __all__ = ["encode"]
 
@@ -61,7 +67,11 @@ def encode(
     ------
     ValueError
         Descriptor and centre dimensions differ, NaN/inf descriptors, bad
-        settings or an unknown aggregator.
+        settings, an unknown aggregator, an aggregator function that returns
+        NaN or another shape, or unnormalised vectors too large for their
+        dtype. Descriptors of extreme magnitude (5e36 in float32, 1e308 in
+        float64) are scaled exactly by a power of two first, so normalised
+        vectors never overflow.
     TypeError
         A setting that :class:`EncodingOptions` does not have.
     ImportError
@@ -84,25 +94,42 @@ def encode(
     options = EncodingOptions.resolve(options, **settings)
     n_workers = resolve_n_jobs(n_jobs)
     sets = as_descriptor_sets(descriptor_sets)
-    descriptors = sets.descriptors
-    centers = as_centers(codebook).astype(descriptors.dtype, copy=False)
+    centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])
     name, function = resolve_aggregator(
-        options.aggregator, (descriptors.shape[0], *centers.shape)
+        options.aggregator, (sets.descriptors.shape[0], *centers.shape)
     )
-    n_workers = workers_for(descriptors.size * centers.shape[0], n_workers)
+    n_workers = workers_for(sets.descriptors.size * centers.shape[0], n_workers)
     blocks = image_blocks(sets.offsets, centers.shape[0])
-    # A few huge images would leave workers idle in the fused pass: then
-    # assignment is threaded over rows instead.
-    if name in FUSED_ENCODE and len(blocks) >= n_workers:
-        residuals = _encode_fused(
-            descriptors, sets.offsets, centers, blocks, n_workers, options
-        )
-    else:
-        residuals = _encode_staged(
-            function, descriptors, sets.offsets, centers, n_workers, options
-        )
-    return residuals.reshape(len(sets), centers.shape[0] * centers.shape[1])
+
+    def encode_all(descriptors: np.ndarray, centers: np.ndarray) -> np.ndarray:
+        # A few huge images would leave workers idle in the fused pass: then
+        # assignment is threaded over rows instead.
+        if name in FUSED_ENCODE and len(blocks) >= n_workers:
+            residuals = _encode_fused(
+                descriptors, sets.offsets, centers, blocks, n_workers, options
+            )
+        else:
+            residuals = _encode_staged(
+                function, descriptors, sets.offsets, centers, n_workers, options
+            )
+        return residuals.reshape(len(sets), centers.shape[0] * centers.shape[1])
+
+    # Extreme magnitudes (5e36 in float32) are encoded again scaled exactly by
+    # a power of two, so that squared distances and norms stay finite.
+    vectors, exponent = run_in_range(
+        encode_all, sets.descriptors, centers, finite=all_finite
+    )
+    vectors = restore_scale(
+        vectors,
+        exponent,
+        power=options.power,
+        normalised=options.intra or options.l2,
+    )
+    # Unscaled vectors were checked by run_in_range; scaled ones are here.
+    if exponent and not all_finite(vectors):
+        raise ValueError(f"encoding with {options.aggregator_name} gave NaN values")
+    return vectors
 
 
 def _encode_fused(
@@ -135,11 +162,13 @@ def _encode_staged(
 ) -> np.ndarray:
     """Assign all descriptors, then aggregate with ``function``, then normalise."""
     labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_workers)
-    residuals = np.require(
-        function(descriptors, labels, offsets, centers),
-        dtype=descriptors.dtype,
-        requirements=["C", "W"],
-    )
+    residuals = function(descriptors, labels, offsets, centers)
+    if callable(options.aggregator):  # the caller's function: checked
+        shape = (offsets.shape[0] - 1, *centers.shape)
+        residuals = check_residuals(
+            residuals, shape, descriptors.dtype, options.aggregator_name
+        )
+    residuals = np.require(residuals, dtype=descriptors.dtype, requirements=["C", "W"])
     counts = segment_counts(offsets, labels, centers.shape[0]) if options.mass else None
     normalize_in_place(
         residuals,

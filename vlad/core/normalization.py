@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.validation import check_power
+from vlad.core.finite import largest_magnitude, scale_exponent
+from vlad.core.validation import check_finite, check_power
 
 __all__ = ["NORM_FLOOR", "normalize", "normalize_in_place"]
 
@@ -33,7 +34,9 @@ def normalize(
     4. global L2: L2-normalise the whole vector (Jégou et al. 2010).
 
     Every division uses ``max(norm, 1e-12)``, so an empty block or an image
-    without descriptors stays exactly zero, never NaN.
+    without descriptors stays exactly zero, never NaN. Residuals of extreme
+    magnitude (1e308) are scaled by a power of two before the norms are taken,
+    which the normalised vectors do not depend on.
 
     Parameters
     ----------
@@ -46,13 +49,23 @@ def normalize(
     l2 : bool, default=True
         Whether to L2-normalise the whole vector.
     counts : array-like of shape (n_images, n_clusters), optional
-        Descriptors per image and centre; when given, blocks are first divided
-        by them (mass normalisation; empty blocks stay zero).
+        Descriptors per image and centre, non-negative integers; when given,
+        blocks are first divided by them (mass normalisation; empty blocks
+        stay zero).
 
     Returns
     -------
     vectors : ndarray of shape (n_images, n_clusters * n_features)
         Centre-major (``residuals[t].ravel()``), in the residuals' float dtype.
+
+    Raises
+    ------
+    ValueError
+        Residuals or counts of another shape, NaN or infinite residuals,
+        negative counts, or a power outside (0, 1].
+    TypeError
+        Residuals or counts that are not arrays of numbers (counts of
+        integers), or a power or flag of the wrong type.
 
     References
     ----------
@@ -79,8 +92,12 @@ def normalize(
     if array.dtype.kind not in "fiu":
         raise TypeError(f"residuals must hold real numbers; got dtype {array.dtype}")
     power = check_power(power)
+    for name, flag in (("intra", intra), ("l2", l2)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False; got {flag!r}")
     dtype = np.float64 if array.dtype == np.float64 else np.float32
     vectors = np.array(array, dtype=dtype, order="C")
+    check_finite(vectors, "residuals")
     if counts is not None:
         counts = np.asarray(counts)
         if counts.shape != array.shape[:2]:
@@ -88,7 +105,19 @@ def normalize(
                 f"counts must have shape {array.shape[:2]} (n_images, n_clusters); "
                 f"got shape {counts.shape}"
             )
-    normalize_in_place(vectors, power=power, intra=intra, l2=l2, counts=counts)
+        if counts.dtype.kind not in "iu":
+            raise TypeError(f"counts must hold integers; got dtype {counts.dtype}")
+        if counts.size and counts.min() < 0:
+            raise ValueError(f"counts must be >= 0; got a minimum of {counts.min()}")
+    if intra or l2:
+        # Squares of 1e308 overflow; the normalised vectors do not depend on
+        # an exact power-of-two scale.
+        exponent = scale_exponent(largest_magnitude(vectors), vectors.dtype)
+        if exponent:
+            vectors = np.ldexp(vectors, exponent)
+    normalize_in_place(
+        vectors, power=power, intra=bool(intra), l2=bool(l2), counts=counts
+    )
     return vectors.reshape(array.shape[0], array.shape[1] * array.shape[2])
 
 
@@ -100,7 +129,17 @@ def normalize_in_place(
     l2: bool,
     counts: np.ndarray | None = None,
 ) -> None:
-    """:func:`normalize` on a valid, writeable ``(T, K, F)`` float array."""
+    """:func:`normalize` on a valid, writeable ``(T, K, F)`` float array.
+
+    Silent about floating-point overflow: it may run (in a worker thread) on
+    sums that overflowed, which :func:`vlad.core.finite.run_in_range` then
+    encodes again scaled.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        _normalize_in_place(vectors, power, intra, l2, counts)
+
+
+def _normalize_in_place(vectors, power, intra, l2, counts) -> None:
     if counts is not None:
         vectors /= np.maximum(counts, 1)[:, :, None].astype(vectors.dtype)
     if power != 1.0:

@@ -29,7 +29,8 @@ class EncodingOptions:
         signature; all give the same vectors up to float rounding.
     power : float, default=1.0
         Power-law exponent in (0, 1]; 0.5 is the signed square root, 1 leaves
-        values as they are.
+        values as they are. Any value in the interval is accepted: as it tends
+        to 0 the power law tends to ``sign(v)`` (``1e-300`` binarises).
     intra : bool, default=True
         L2-normalise each centre's block.
     l2 : bool, default=True

@@ -56,7 +56,9 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     """Number of worker threads for ``n_jobs``.
 
     The one rule of every ``n_jobs`` in vlad: None or -1 means every core the
-    process may use, a positive integer that many threads.
+    process may use, a positive integer that many threads. Any positive
+    integer is accepted (10000 too): threads beyond the cores only add
+    overhead, never change a result.
 
     Raises
     ------

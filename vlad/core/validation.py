@@ -8,11 +8,14 @@ says what was expected, in one line.
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
 __all__ = [
     "all_finite",
+    "as_record",
     "as_float_matrix",
     "as_labels",
     "as_offsets",
@@ -22,6 +25,10 @@ __all__ = [
     "check_power",
     "float_dtype_of",
 ]
+
+
+#: What an object array may hold: Python and NumPy real numbers.
+_REAL_SCALARS = (numbers.Real, np.bool_)
 
 
 def float_dtype_of(array: np.ndarray) -> np.dtype:
@@ -39,22 +46,37 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
     Parameters
     ----------
     values : array-like of shape (n_rows, n_columns)
+        At least one column; rows may be none. An object array must hold real
+        numbers only (not strings, even ones NumPy would parse).
     name : str
         Parameter name used in error messages.
     dtype : dtype, optional
         Target dtype; by default float64 stays float64 and anything else real
         becomes float32.
     """
-    array = np.asarray(values)
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:  # ragged nested lists
+        raise ValueError(f"{name} must be a 2-D array of numbers: {error}") from None
     if array.dtype.kind == "c":
         raise ValueError(
             f"Complex data not supported: {name} must hold real numbers; "
             f"got dtype {array.dtype}"
         )
     if array.dtype.kind == "O":
-        # Python numbers in an object array are doubles; numpy's own error
-        # names any value that is not a number.
-        array = array.astype(np.float64)
+        # Python numbers in an object array are doubles; anything else (a
+        # string that NumPy would parse, None, an array) is refused by name.
+        odd = next((v for v in array.flat if not isinstance(v, _REAL_SCALARS)), None)
+        if odd is not None:
+            raise TypeError(
+                f"{name} must hold real numbers; got an object array holding "
+                f"{type(odd).__name__} {odd!r:.40} (each argument must be a real "
+                "number, not a string or anything else that is not a number)"
+            )
+        try:
+            array = array.astype(np.float64)
+        except OverflowError as error:
+            raise ValueError(f"{name} holds a number beyond float64: {error}") from None
     if array.dtype.kind not in "fiub":
         raise TypeError(
             f"{name} must hold real numbers; got an array of dtype {array.dtype}"
@@ -64,8 +86,24 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
             f"{name} must be a 2-D array of shape (n, n_features); "
             f"got shape {array.shape}"
         )
+    if array.shape[1] < 1:
+        raise ValueError(
+            f"{name} must have at least one feature (column): found 0 feature(s) "
+            f"(shape={array.shape}) while a minimum of 1 is required."
+        )
     target = float_dtype_of(array) if dtype is None else np.dtype(dtype)
-    return np.ascontiguousarray(array, dtype=target)
+    if array.dtype.kind != "f" or array.dtype.itemsize <= target.itemsize:
+        return np.ascontiguousarray(array, dtype=target)
+    # Narrowing (float64 centres for float32 descriptors): a finite value
+    # beyond the target's range would become inf.
+    with np.errstate(over="ignore"):
+        narrowed = np.ascontiguousarray(array, dtype=target)
+    if not all_finite(narrowed) and all_finite(array):
+        raise ValueError(
+            f"{name} holds values beyond the range of {target}, the dtype they "
+            f"are computed in; rescale them or pass float64 data"
+        )
+    return narrowed
 
 
 def all_finite(array: np.ndarray) -> bool:
@@ -77,7 +115,11 @@ def all_finite(array: np.ndarray) -> bool:
     """
     if array.size == 0:
         return True
-    if np.isfinite(np.sum(array, dtype=np.float64)):
+    # Huge finite values overflow the sum (inf + -inf gives NaN): no warning,
+    # the exact check below decides.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(array, dtype=np.float64)
+    if np.isfinite(total):
         return True
     return bool(np.isfinite(array).all())
 
@@ -140,6 +182,15 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
                 f"got values from {low} to {high}"
             )
     return np.ascontiguousarray(array, dtype=np.intp)
+
+
+def as_record(value, name: str) -> dict:
+    """A copy of a JSON-like record given as a mapping (None: empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict or None; got {type(value).__name__}")
+    return dict(value)
 
 
 def check_positive_int(value, name: str) -> int:

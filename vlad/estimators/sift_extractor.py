@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Sequence
 from numbers import Integral
 
+import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
 from vlad.estimators.parameters import N_JOBS
+from vlad.images.files import MAX_PIXELS
 from vlad.images.pool import describe_image, map_in_order
 from vlad.images.sift import N_FEATURES, SiftOptions
 
 __all__ = ["SIFTExtractor"]
+
+logger = logging.getLogger(__name__)
 
 
 class SIFTExtractor(TransformerMixin, BaseEstimator):
@@ -38,6 +43,13 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     dense : bool, default=False
         Describe a regular grid of keypoints at a few scales instead of
         detected ones (for images without texture).
+    max_pixels : int, default=2**27
+        Refuse images of more pixels (see :class:`vlad.SiftOptions`).
+    on_error : {"raise", "skip"}, default="raise"
+        What an image that cannot be read or described does: ``"raise"``
+        stops :meth:`transform` with its error; ``"skip"`` logs a warning and
+        gives it an empty descriptor set (a zero VLAD vector), so that rows
+        stay aligned with ``X``.
     n_jobs : int or None, default=None
         Images described in parallel (threads); None or -1 uses every core, as
         :func:`vlad.assign` and the rest of vlad do. The result does not depend
@@ -62,6 +74,8 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         "max_side": [Interval(Integral, 0, None, closed="left")],
         "max_keypoints": [Interval(Integral, 0, None, closed="left")],
         "dense": ["boolean"],
+        "max_pixels": [Interval(Integral, 0, None, closed="left")],
+        "on_error": [StrOptions({"raise", "skip"})],
         "n_jobs": N_JOBS,
     }
 
@@ -72,12 +86,16 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         max_side: int = 1024,
         max_keypoints: int = 2000,
         dense: bool = False,
+        max_pixels: int = MAX_PIXELS,
+        on_error: str = "raise",
         n_jobs: int | None = None,
     ):
         self.root_sift = root_sift
         self.max_side = max_side
         self.max_keypoints = max_keypoints
         self.dense = dense
+        self.max_pixels = max_pixels
+        self.on_error = on_error
         self.n_jobs = n_jobs
 
     def fit(self, X=None, y=None) -> SIFTExtractor:
@@ -114,12 +132,19 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         Raises
         ------
         vlad.images.files.ImageReadError
-            A file that cannot be read (a ``ValueError``).
+            With ``on_error="raise"``, a file that cannot be read (a
+            ``ValueError``).
+        ValueError, TypeError
+            With ``on_error="raise"``, an item that is not an image.
         """
         self._validate_params()
         resolve_n_jobs(self.n_jobs)
         options = SiftOptions(
-            self.root_sift, self.dense, self.max_side, self.max_keypoints
+            self.root_sift,
+            self.dense,
+            self.max_side,
+            self.max_keypoints,
+            self.max_pixels,
         )
         if isinstance(X, (str, os.PathLike)):
             raise TypeError(
@@ -127,11 +152,22 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
                 f"path {X!r}: wrap it in a list"
             )
         images = list(X)
-        describe = functools.partial(describe_image, options=options)
-        blocks = list(map_in_order(describe, images, self.n_jobs))
         names = [
             os.fspath(image) if isinstance(image, (str, os.PathLike)) else str(index)
             for index, image in enumerate(images)
+        ]
+        describe = functools.partial(describe_image, options=options)
+        if self.on_error == "skip":
+            describe = functools.partial(_describe_or_skip, describe)
+        blocks = list(map_in_order(describe, images, self.n_jobs))
+        for name, block in zip(names, blocks, strict=True):
+            if isinstance(block, Exception):
+                logger.warning("skipped %s: %s", name, block)
+        blocks = [
+            np.zeros((0, N_FEATURES), np.float32)
+            if isinstance(block, Exception)
+            else block
+            for block in blocks
         ]
         return DescriptorSets.from_list(
             blocks, names, n_features=N_FEATURES, metadata=options.record()
@@ -147,3 +183,11 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         tags.input_tags.string = True
         tags.transformer_tags.preserves_dtype = []
         return tags
+
+
+def _describe_or_skip(describe, image):
+    """``describe(image)``, or the error that kept it from being described."""
+    try:
+        return describe(image)
+    except (TypeError, ValueError) as error:
+        return error

@@ -1,7 +1,9 @@
 """What vlad writes and reads on disk, never with pickles.
 
-- :mod:`vlad.formats.files`: atomic writes and the one reader of ``.npy`` and
-  ``.npz`` files;
+- :mod:`vlad.formats.files`: the one reader of ``.npy`` and ``.npz`` files,
+  and record archives;
+- :mod:`vlad.formats.writing`: atomic writes, never replacing a file that
+  appears meanwhile, leaving nothing behind when killed;
 - :mod:`vlad.formats.vectors`: ``vectors.npy`` with its ``.names.txt`` and
   ``.json``;
 - :mod:`vlad.formats.descriptor_files`: descriptors given as a file;

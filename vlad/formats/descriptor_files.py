@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.formats.files import read_numpy_file
+from vlad.formats.vectors import RECORD_SUFFIX
 
 __all__ = ["DESCRIPTOR_FILE_SUFFIXES", "descriptor_file_in", "read_descriptor_file"]
 
@@ -58,12 +60,14 @@ def read_descriptor_file(path: str | os.PathLike) -> DescriptorSets:
     FileNotFoundError
         No such file.
     ValueError
-        A file that holds no descriptor sets, or one written by a newer vlad
-        (one line).
+        A file that holds no descriptor sets (VLAD vectors, say: an ``.npy``
+        with a vectors record beside it), or one written by a newer vlad (one
+        line).
     """
     path = Path(path)
     if path.suffix.lower() == ".npz":
         return DescriptorSets.load(path)
+    _refuse_vectors_file(path)
     array = read_numpy_file(path, "descriptors file")
     if not isinstance(array, np.ndarray):
         raise ValueError(
@@ -80,3 +84,18 @@ def read_descriptor_file(path: str | os.PathLike) -> DescriptorSets:
         return as_descriptor_sets(array)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path} holds no descriptor sets: {error}") from None
+
+
+def _refuse_vectors_file(path: Path) -> None:
+    """Raise ``ValueError`` if ``path`` is a vectors file of ``vlad encode``
+    (its ``.json`` record beside it says so): vectors are not descriptors."""
+    record_path = path.with_suffix(RECORD_SUFFIX)
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError, RecursionError):
+        return
+    if isinstance(record, dict) and record.get("format") == "vlad vectors":
+        raise ValueError(
+            f"{path} holds VLAD vectors (see {record_path.name}), not descriptors: "
+            "fit and encode take images or the descriptors of vlad extract"
+        )

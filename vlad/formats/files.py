@@ -1,28 +1,35 @@
-"""Safe files: atomic writes, and the one reader of ``.npy`` and ``.npz`` files.
+"""Safe files: the one reader of ``.npy`` and ``.npz`` files, and record
+archives (with the atomic writes of :mod:`vlad.formats.writing`).
 
 Every file vlad reads goes through :func:`read_numpy_file`: it never unpickles
 (``allow_pickle=False``), tells a file that is not NumPy's, a pickle and a
 truncated file apart by their bytes before NumPy allocates anything, and says
-what is wrong in one line of the same wording for every format.
+what is wrong in one line of the same wording for every format. An archive
+member is checked before it is read: a header that promises more data than
+the member holds, or a member that would expand a hundred times and more (a
+zip bomb), is refused.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
 import zipfile
-from collections.abc import Iterator
+import zlib
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
+from vlad.formats.writing import atomic_write, atomic_writes, check_writable_folder
+
 __all__ = [
     "atomic_write",
     "atomic_writes",
     "check_format_version",
+    "check_writable_folder",
+    "npz_member_header",
+    "parse_record",
     "read_numpy_file",
     "read_record_archive",
     "save_record_archive",
@@ -32,67 +39,23 @@ _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
 #: Protocol 2 and later pickles start with this opcode.
 _PICKLE_PROTO = b"\x80"
-_UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile)
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike) -> Iterator[IO[bytes]]:
-    """Open a temporary file beside ``path``; rename it onto ``path`` on success.
-
-    An interrupted or failed write leaves ``path`` untouched (either absent or
-    its previous content) and removes the temporary file.
-    """
-    with atomic_writes(path) as (handle,):
-        yield handle
-
-
-@contextlib.contextmanager
-def atomic_writes(*paths: str | os.PathLike) -> Iterator[list[IO[bytes]]]:
-    """:func:`atomic_write` for several files written together.
-
-    Every file is written to a temporary file beside its target first; only
-    when all were written are they renamed into place, in the order given. A
-    failure while writing leaves every target as it was. The files get the
-    mode a newly created file gets (``0o666`` less the process's umask).
-    """
-    targets = [Path(path) for path in paths]
-    handles: list[IO[bytes]] = []
-    temporary_paths: list[Path] = []
-    try:
-        for target in targets:
-            handle, temporary = _new_temporary_file(target)
-            handles.append(handle)
-            temporary_paths.append(temporary)
-        yield handles
-        for handle in handles:
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
-    except BaseException:
-        for handle in handles:
-            handle.close()
-        for temporary in temporary_paths:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-        raise
-    for temporary, target in zip(temporary_paths, targets, strict=True):
-        os.replace(temporary, target)
-
-
-def _new_temporary_file(target: Path) -> tuple[IO[bytes], Path]:
-    """A new, hidden file beside ``target``, open for writing.
-
-    Created with mode ``0o666`` so that the operating system applies the umask,
-    as it does to any new file (reading the umask would mean changing it).
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        name = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-        try:
-            descriptor = os.open(name, flags, 0o666)
-        except FileExistsError:
-            continue
-        return open(descriptor, "wb"), name
+#: What reading a damaged file raises: zipfile raises NotImplementedError for
+#: an unknown compression and RuntimeError for an encrypted member, zlib its
+#: own error for corrupt deflate data.
+_UNREADABLE = (
+    OSError,
+    ValueError,
+    EOFError,
+    zipfile.BadZipFile,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+)
+#: An archive member may expand at most this many times its compressed size
+#: once it holds more than ``_BOMB_BYTES``: vlad's own archives are not
+#: compressed, NumPy's compressed descriptors expand a few times, and a member
+#: that expands a thousand times is a zip bomb (4 GB of zeros in 4 MB).
+_MAX_EXPANSION, _BOMB_BYTES = 100, 64 << 20
 
 
 def read_numpy_file(
@@ -151,6 +114,8 @@ def read_numpy_file(
     """
     path = Path(path)
     if not path.is_file():
+        if path.exists():  # a folder, a named pipe, a device
+            raise ValueError(f"{path} is not a {kind}: it is not a regular file")
         raise FileNotFoundError(f"no such file: {path}")
     try:
         with open(path, "rb") as handle:
@@ -216,6 +181,7 @@ def _load_npz(
         arrays = {}
         for name in wanted:
             try:
+                _check_npz_member(archive.zip, name, path, kind)
                 arrays[name] = archive[name]
             except _UNREADABLE as error:
                 if "allow_pickle" in str(error):
@@ -223,16 +189,87 @@ def _load_npz(
                         f"{path} is not a {kind}: its {name} holds Python objects "
                         "(pickles), which vlad never loads"
                     ) from None
+                if str(error).startswith(str(path)):
+                    raise
                 raise ValueError(f"{path} is a damaged {kind}: {error}") from None
     return arrays
 
 
+def npz_member_header(
+    path: str | os.PathLike, kind: str, name: str
+) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype of an ``.npz`` member, from its header alone
+    (checked as :func:`read_numpy_file` checks it, nothing else read).
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_numpy_file`: not an archive, no such member, a damaged
+        or lying header.
+    """
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            header = _check_npz_member(archive, name, path, kind, to_read=False)
+    except _UNREADABLE as error:
+        if str(error).startswith(str(path)):
+            raise
+        raise ValueError(f"{path} is not a readable {kind}: {error}") from None
+    if header is None:
+        raise ValueError(f"{path} is not a {kind}: it lacks {name}")
+    return header
+
+
+def _check_npz_member(
+    archive: zipfile.ZipFile, name: str, path: Path, kind: str, *, to_read=True
+) -> tuple[tuple[int, ...], np.dtype] | None:
+    """Check an ``.npz`` member's size and header before NumPy allocates what
+    the header promises: a header that promises more data than the member
+    holds is refused, and so is a zip bomb when the member is ``to_read``.
+    Returns its shape and dtype (None for a member that is not an array)."""
+    if f"{name}.npy" not in archive.namelist():
+        return None  # not an array: NumPy returns its bytes as they are
+    info = archive.getinfo(f"{name}.npy")
+    expansion = info.file_size / max(info.compress_size, 1)
+    if to_read and info.file_size > _BOMB_BYTES and expansion > _MAX_EXPANSION:
+        raise ValueError(
+            f"{path} is not a {kind}: its {name} expands {expansion:.0f} times, "
+            f"from {info.compress_size} to {info.file_size} bytes (a zip bomb?); "
+            f"vlad reads members that expand at most {_MAX_EXPANSION} times"
+        )
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+        else:
+            shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+        available = info.file_size - member.tell()
+    if dtype.hasobject:
+        raise ValueError(
+            f"{path} is not a {kind}: its {name} holds Python objects (pickles), "
+            "which vlad never loads"
+        )
+    expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    if available < expected:
+        raise ValueError(
+            f"{path} is a damaged {kind}: the header of its {name} promises "
+            f"{expected} bytes of data but it holds {available}"
+        )
+    return tuple(shape), dtype
+
+
 def save_record_archive(
-    path: str | os.PathLike, metadata: dict, **arrays: np.ndarray
+    path: str | os.PathLike,
+    metadata: dict,
+    *,
+    overwrite: bool = True,
+    **arrays: np.ndarray,
 ) -> None:
-    """Atomically write ``arrays`` and a JSON ``metadata`` record to an ``.npz``."""
+    """Atomically write ``arrays`` and a JSON ``metadata`` record to an ``.npz``
+    (an existing file is replaced only with ``overwrite``; see
+    :func:`atomic_writes`)."""
     record = np.array(json.dumps(metadata, sort_keys=True))
-    with atomic_write(path) as handle:
+    with atomic_write(path, overwrite=overwrite) as handle:
         np.savez(handle, metadata=record, **arrays)
 
 
@@ -269,10 +306,7 @@ def read_record_archive(
         raise ValueError(
             f"{path} is not a {noun}: it holds a single array, not an .npz archive"
         )
-    try:
-        metadata = json.loads(str(arrays.pop("metadata")))
-    except ValueError as error:  # json.JSONDecodeError is a ValueError
-        raise ValueError(f"{path} is a damaged {noun}: {error}") from None
+    metadata = parse_record(arrays.pop("metadata"), path, noun)
     found = metadata.get("format") if isinstance(metadata, dict) else None
     if found != kind:
         raise ValueError(f"{path} is not a {noun}: its metadata says format={found!r}")
@@ -283,6 +317,26 @@ def read_record_archive(
             f"{type(descriptor).__name__}, not a mapping"
         )
     return arrays, metadata
+
+
+def parse_record(record: np.ndarray, path: str | os.PathLike, noun: str):
+    """The JSON value a record archive's ``metadata`` member holds.
+
+    Raises
+    ------
+    ValueError
+        Not one JSON string (bytes, numbers, an array of strings), or not
+        JSON, or nested too deep to read.
+    """
+    if record.ndim != 0 or record.dtype.kind != "U":
+        raise ValueError(
+            f"{path} is a damaged {noun}: its metadata is not one JSON string but "
+            f"an array of shape {record.shape} and dtype {record.dtype}"
+        )
+    try:
+        return json.loads(str(record))
+    except (ValueError, RecursionError) as error:  # JSONDecodeError: ValueError
+        raise ValueError(f"{path} is a damaged {noun}: {error}") from None
 
 
 def check_format_version(
@@ -296,9 +350,10 @@ def check_format_version(
     >>> check_format_version("index.json", {"format_version": 1}, "vlad index", 1)
     1
     >>> check_format_version("index.json", {"format_version": 3}, "vlad index", 1)
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: index.json was written by a newer vlad (vlad index format ...
+    ValueError: index.json was written by a newer vlad (vlad index format version 3; ...
     """
     version = record.get("format_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
 from vlad.core.codebook import Codebook
-from vlad.core.descriptors import KEYPOINT_FIELDS, DescriptorSets
-from vlad.core.validation import all_finite
-from vlad.formats.files import read_numpy_file
+from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
+from vlad.core.validation import all_finite, as_offsets
+from vlad.formats.files import (
+    check_format_version,
+    npz_member_header,
+    parse_record,
+    read_numpy_file,
+    read_record_archive,
+)
 from vlad.formats.vectors import load_vectors, vector_file_paths
 
 __all__ = ["describe_file"]
@@ -46,7 +51,10 @@ def describe_file(path: str | os.PathLike) -> dict:
         ``"file"``, ``"kind"`` (``"codebook"``, ``"descriptor sets"``,
         ``"vectors"`` or ``"array"``), shapes and dtypes, and the file's record
         of how it was made. Descriptor sets that keep keypoint positions have
-        ``"keypoints"``: their fields (``["x", "y", "size", "angle"]``).
+        ``"keypoints"``: their fields (``["x", "y", "size", "angle"]``). What
+        vlad computes (the file, its kind, shapes, the fingerprint) is never
+        replaced by what the file's record says. Only what the summary needs
+        is read: descriptor sets' descriptors are not, whatever their size.
 
     Raises
     ------
@@ -67,6 +75,8 @@ def describe_file(path: str | os.PathLike) -> dict:
     """
     path = Path(path)
     if not path.is_file():
+        if path.exists():  # a folder, a named pipe, a device
+            raise ValueError(f"{path} is not a vlad file: it is not a regular file")
         raise FileNotFoundError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".npz":
@@ -92,45 +102,66 @@ def _npz_format(path: Path) -> str | None:
     arrays = read_numpy_file(path, "vlad file", members=("metadata",))
     if not isinstance(arrays, dict):
         raise ValueError(f"{path} is not a vlad file: an .npy named .npz")
-    try:
-        record = json.loads(str(arrays["metadata"]))
-    except ValueError as error:
-        raise ValueError(f"{path} is a damaged vlad file: {error}") from None
+    record = parse_record(arrays["metadata"], path, "vlad file")
     return record.get("format") if isinstance(record, dict) else None
 
 
 def _describe_codebook(path: Path) -> dict:
     codebook = Codebook.load(path)
-    return {
+    summary = {
         "file": str(path),
         "kind": "codebook",
         "n_clusters": codebook.n_clusters,
         "n_features": codebook.n_features,
         "dtype": codebook.centers.dtype.name,
         "fingerprint": codebook.fingerprint,
-        **codebook.metadata,
     }
+    return _with_record(summary, codebook.metadata)
+
+
+def _with_record(summary: dict, record: dict) -> dict:
+    """``summary`` followed by the fields of a file's record it lacks: what
+    vlad computed is never replaced by what the file says."""
+    for key, value in record.items():
+        summary.setdefault(str(key), value)
+    return summary
 
 
 def _describe_descriptor_sets(path: Path) -> dict:
-    sets = DescriptorSets.load(path)
-    lengths = sets.lengths
-    keypoints = {} if sets.keypoints is None else {"keypoints": list(KEYPOINT_FIELDS)}
+    """Descriptor sets from their record, offsets and the header of their
+    descriptors: never the descriptors themselves."""
+    kind = "descriptor sets"
+    arrays, record = read_record_archive(path, kind, ("offsets",))
+    check_format_version(path, record, f"vlad {kind} file", FORMAT_VERSION)
+    shape, dtype = npz_member_header(path, f"vlad {kind} file", "descriptors")
+    if len(shape) != 2:
+        raise ValueError(
+            f"{path} holds inconsistent descriptor sets: descriptors of shape {shape}"
+        )
+    try:
+        offsets = as_offsets(arrays["offsets"], shape[0])
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{path} holds inconsistent descriptor sets: {error}"
+        ) from None
+    lengths = np.diff(offsets)
+    has_keypoints = record.get("keypoint_fields") == list(KEYPOINT_FIELDS)
+    keypoints = {"keypoints": list(KEYPOINT_FIELDS)} if has_keypoints else {}
     return {
         "file": str(path),
-        "kind": "descriptor sets",
-        "n_images": len(sets),
-        "n_descriptors": int(sets.descriptors.shape[0]),
-        "n_features": sets.n_features,
-        "dtype": sets.dtype.name,
+        "kind": kind,
+        "n_images": int(lengths.size),
+        "n_descriptors": int(shape[0]),
+        "n_features": int(shape[1]),
+        "dtype": "float64" if dtype == np.float64 else "float32",
         **keypoints,
         "descriptors_per_image": {
             "min": int(lengths.min()) if lengths.size else 0,
-            "median": float(np.median(lengths)) if len(sets) else 0.0,
+            "median": float(np.median(lengths)) if lengths.size else 0.0,
             "max": int(lengths.max(initial=0)),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
-        "descriptor": sets.metadata,
+        "descriptor": record.get("descriptor", {}),
     }
 
 

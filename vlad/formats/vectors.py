@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.core.finite import largest_magnitude
+from vlad.core.validation import all_finite
 from vlad.formats.files import atomic_writes, read_numpy_file
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "vector_file_paths",
 ]
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 NAMES_SUFFIX = ".names.txt"
 RECORD_SUFFIX = ".json"
 
@@ -45,13 +48,21 @@ def vector_file_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
 
 
 def save_vectors(
-    path: str | os.PathLike, vectors, names: Sequence[str], record: dict
+    path: str | os.PathLike,
+    vectors,
+    names: Sequence[str],
+    record: dict,
+    *,
+    overwrite: bool = True,
 ) -> None:
     """Write vectors, their names and a JSON record atomically, together.
 
     All three are written to temporary files first and renamed into place
-    only when every one was written (the ``.npy`` last), so a failed or
-    interrupted write leaves the previous files as they were.
+    only when every one was written (the ``.npy`` last), so a failed write
+    leaves the previous files as they were. The ``.npy`` says the set is
+    complete: a process killed in the instant between the moves leaves no
+    ``.npy`` (an older one is removed just before), never new names beside
+    old vectors.
 
     Parameters
     ----------
@@ -64,20 +75,47 @@ def save_vectors(
         One name per row.
     record : dict
         JSON-serialisable description.
+    overwrite : bool, default=True
+        Replace files that exist. When False, existing files are refused
+        before anything is written, and files that appear while these are
+        written (another process writing the same output) are never replaced:
+        ``FileExistsError``, and none of the three is left.
+
+    Raises
+    ------
+    ValueError
+        Vectors of another shape than the names, NaN or infinite vectors, or a
+        name with a line break.
+    FileExistsError
+        Without ``overwrite``, one of the files exists or appeared meanwhile.
     """
     vectors_path, names_path, record_path = vector_file_paths(path)
-    vectors = np.asarray(vectors, dtype=np.float32)
+    vectors = np.asarray(vectors)
+    if vectors.dtype.kind not in "fiub":
+        raise TypeError(f"vectors must hold real numbers; got dtype {vectors.dtype}")
     if vectors.ndim != 2 or vectors.shape[0] != len(names):
         raise ValueError(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
             f"got shape {vectors.shape}"
+        )
+    broken = next((name for name in names if "\n" in name or "\r" in name), None)
+    if broken is not None:
+        raise ValueError(
+            f"names must not hold line breaks (one name per line); got {broken!r}"
         )
     # Undecodable bytes in file names round-trip instead of failing here.
     names_text = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
     # Serialised before any file is touched: a record that cannot be written
     # leaves all three files as they were.
     record_text = (json.dumps(record, indent=2) + "\n").encode()
-    with atomic_writes(names_path, record_path, vectors_path) as handles:
+    if not all_finite(vectors) or largest_magnitude(vectors) > _FLOAT32_MAX:
+        raise ValueError(
+            "vectors must be finite and within float32's range: vectors files hold "
+            "float32 values, never NaN or infinite ones"
+        )
+    vectors = vectors.astype(np.float32, copy=False)
+    files = (names_path, record_path, vectors_path)
+    with atomic_writes(*files, overwrite=overwrite) as handles:
         names_file, record_file, vectors_file = handles
         names_file.write(names_text)
         record_file.write(record_text)
@@ -135,7 +173,7 @@ def load_vectors(
     if record_path.is_file():
         try:
             record = json.loads(record_path.read_text())
-        except (ValueError, UnicodeDecodeError) as error:
+        except (ValueError, RecursionError) as error:  # UnicodeDecodeError too
             raise ValueError(f"{record_path} is not readable JSON ({error})") from None
         if not isinstance(record, dict):
             raise ValueError(

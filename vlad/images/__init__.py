@@ -1,6 +1,10 @@
 """From image files to descriptors, one image or whole folders at once.
 
 - :mod:`vlad.images.files`: finding image files and decoding them;
+- :mod:`vlad.images.headers`: what an image file's header declares (format,
+  size, transparency) and whether it is complete, before decoding;
+- :mod:`vlad.images.decoder_messages`: the decoders' messages on standard
+  error, caught and told to the image that caused them;
 - :mod:`vlad.images.sift`: OpenCV SIFT / RootSIFT descriptors of one image;
 - :mod:`vlad.images.pool`: images described on a pool of threads, in order;
 - :mod:`vlad.images.batch`: descriptors, codebooks and VLAD vectors of folders,

@@ -26,7 +26,7 @@ from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
-from vlad.images.files import ImageFile, ImageReadError, find_images
+from vlad.images.files import ImageFile, ImageReadError, walk_images
 from vlad.images.pool import Progress, describe_image_with_keypoints, map_in_order
 from vlad.images.sift import N_FEATURES, SiftOptions
 
@@ -57,11 +57,13 @@ class BatchReport:
     Attributes
     ----------
     n_found : int
-        Images found in the inputs.
+        Images found in the inputs, and sub-folders that could not be walked
+        (so ``n_found == len(names) + len(skipped)``).
     names : list of str
         Images that have a row in the result, in row order.
     skipped : dict of str to str
-        Images that could not be read, and why (one line each).
+        Images that could not be read, and sub-folders (named with a final
+        ``/``) that could not be listed or loop back, and why (one line each).
     empty : list of str
         Images among ``names`` without descriptors (their vectors are zero).
     """
@@ -184,8 +186,7 @@ def extract_images(
     True
     """
     options = SiftOptions(**(descriptor_options or {}))
-    images = find_images(inputs)
-    report = BatchReport(len(images), [], {}, [])
+    images, report = _walk(inputs)
     features = _keep_readable(
         _extract_in_order(images, options, n_jobs, progress), report
     )
@@ -362,7 +363,7 @@ def encode_images(
     input_list = [str(path) for path in _as_list(inputs)]
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
-        _check_same_kind(SiftOptions.from_record(sets.metadata), codebook)
+        _check_same_kind(sets.metadata, codebook)
         vectors = encode(sets, codebook, options, n_jobs=n_jobs)
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, options
@@ -376,8 +377,7 @@ def encode_images(
     )
     _check_same_kind(sift_options, codebook)
     check_n_features(N_FEATURES, codebook.n_features)
-    images = find_images(inputs)
-    report = BatchReport(len(images), [], {}, [])
+    images, report = _walk(inputs)
     # SIFT descriptors are float32, and so are their vectors.
     vectors = np.zeros(
         (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
@@ -410,16 +410,56 @@ def _as_list(inputs: PathOrPaths) -> list:
 
 
 def _options_for(codebook: Codebook, descriptor_options: Mapping | None) -> SiftOptions:
-    """The codebook's recorded descriptor options (defaults if it has none),
-    with ``descriptor_options`` replacing some."""
-    recorded = SiftOptions.from_record(codebook.metadata.get("descriptor"))
+    """The codebook's recorded descriptor options (defaults if it has none,
+    with a warning), with ``descriptor_options`` replacing some."""
+    record = _descriptor_record(codebook)
+    recorded = _sift_options_of(record, "the codebook")
+    if recorded is None and not record:
+        logger.warning(
+            "the codebook does not record how its descriptors were made (fitted "
+            "on an .npy?): images are described with the default options, %s",
+            SiftOptions().kind,
+        )
     return dataclasses.replace(recorded or SiftOptions(), **(descriptor_options or {}))
 
 
-def _check_same_kind(options: SiftOptions | None, codebook: Codebook) -> None:
-    """Raise ``ValueError`` if descriptors of ``options`` differ in kind from the
-    codebook's (when both are known)."""
-    recorded = SiftOptions.from_record(codebook.metadata.get("descriptor"))
+def _descriptor_record(codebook: Codebook) -> Mapping:
+    """The codebook's record of its descriptors ({} when it has none)."""
+    record = codebook.metadata.get("descriptor") or {}
+    if not isinstance(record, Mapping):
+        raise ValueError(
+            f"the codebook's descriptor record is a {type(record).__name__}, not "
+            "a mapping"
+        )
+    return record
+
+
+def _sift_options_of(record, whose: str) -> SiftOptions | None:
+    """The SIFT options of a descriptor record; None for an empty record or
+    another extractor's."""
+    try:
+        return SiftOptions.from_record(record)
+    except ValueError as error:
+        raise ValueError(f"{whose} holds {error}") from None
+
+
+def _check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebook):
+    """Raise ``ValueError`` if descriptors (their options or their record)
+    differ in kind from the codebook's, when both are known: another
+    extractor, or SIFT made another way."""
+    codebook_record = _descriptor_record(codebook)
+    if isinstance(descriptors, SiftOptions):
+        descriptors = descriptors.record()
+    descriptors = descriptors or {}
+    extractors = codebook_record.get("extractor"), descriptors.get("extractor")
+    if None not in extractors and extractors[0] != extractors[1]:
+        raise ValueError(
+            f"the codebook was fitted on {extractors[0]!r} descriptors but these "
+            f"are {extractors[1]!r} descriptors; fit a codebook on descriptors of "
+            "this kind"
+        )
+    options = _sift_options_of(descriptors, "the descriptors")
+    recorded = _sift_options_of(codebook_record, "the codebook")
     if options is None or recorded is None:
         return
     if (options.root_sift, options.dense) != (recorded.root_sift, recorded.dense):
@@ -431,11 +471,20 @@ def _check_same_kind(options: SiftOptions | None, codebook: Codebook) -> None:
         )
 
 
+def _walk(inputs: PathOrPaths) -> tuple[list[ImageFile], BatchReport]:
+    """The images of ``inputs`` and a report that lists (and logs) the
+    sub-folders that could not be walked."""
+    images, problems = walk_images(inputs)
+    for name, reason in problems.items():
+        logger.warning("skipped %s: %s", name, reason)
+    return images, BatchReport(len(images) + len(problems), [], problems, [])
+
+
 def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
     """Raise ``ValueError`` if no image of the batch could be read."""
     if not report.names:
         shown = ", ".join(str(path) for path in _as_list(inputs))
-        name, reason = next(iter(report.skipped.items()))
+        name, reason = next(iter(report.skipped.items()), ("", "none found"))
         raise ValueError(
             f"none of the {report.n_found} images in {shown} could be read "
             f"(such as {name}: {reason})"

@@ -1,29 +1,51 @@
-"""Image files: finding them in folders and reading them as grey-level arrays."""
+"""Image files: finding them in folders and reading them as grey-level arrays.
+
+Folders are walked following symbolic links, each folder once; a folder that
+cannot be listed, or a link that loops back to a folder holding it, is
+reported, never silently left out. An image is refused before it is decoded
+when its header declares more pixels than the limit, and after, when the
+decoder reports corrupt data (see :mod:`vlad.images.decoder_messages`).
+Transparent pixels are composited on white.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from vlad.images.decoder_messages import CORRUPT_DATA, decode_with_messages
+from vlad.images.headers import ImageHeader, read_header, truncated_format
+
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "MAX_PIXELS",
     "ImageFile",
     "ImageReadError",
     "as_grey_image",
     "find_images",
     "is_image_path",
     "read_image",
+    "walk_images",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: File name endings read as images, compared in lower case.
 IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".png", ".tif", ".tiff", ".webp")
-
-_JPEG_START = b"\xff\xd8"
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: Default limit on the pixels of an image (width x height, 134 million: a
+#: 16384 x 8192 panorama), read from its header before it is decoded.
+MAX_PIXELS = 1 << 27
+#: Bytes a file may hold per pixel of the limit, plus a margin for metadata:
+#: a larger file cannot be an image within the limit.
+_BYTES_PER_PIXEL, _METADATA_BYTES = 32, 64 << 20
+#: Grey level of the background transparent pixels are composited on.
+BACKGROUND = 255
 
 
 class ImageFile(NamedTuple):
@@ -34,7 +56,8 @@ class ImageFile(NamedTuple):
 
 
 class ImageReadError(ValueError):
-    """An image file that cannot be decoded: unreadable, truncated or not an image.
+    """An image file that cannot be decoded: unreadable, truncated, corrupt,
+    too large or not an image.
 
     Parameters
     ----------
@@ -60,9 +83,12 @@ def find_images(
 ) -> list[ImageFile]:
     """Image files under folders and among files, in a deterministic order.
 
-    Folders are walked recursively and their images sorted by relative path;
-    files other than images (by extension, see :data:`IMAGE_EXTENSIONS`) are
-    ignored there. Inputs keep the order given; a file met twice is kept once.
+    Folders are walked recursively, following symbolic links, and their images
+    sorted by relative path; files other than images (by extension, see
+    :data:`IMAGE_EXTENSIONS`) are ignored there. Inputs keep the order given;
+    a file met twice (through links, too) is kept once. A sub-folder that
+    cannot be listed, or a link back to a folder that holds it, is logged as a
+    warning (:func:`walk_images` returns them).
 
     Parameters
     ----------
@@ -81,6 +107,8 @@ def find_images(
     ------
     FileNotFoundError
         An input does not exist.
+    PermissionError
+        An input folder cannot be listed.
     ValueError
         No inputs, an input file that is not an image, or no images at all.
 
@@ -90,69 +118,167 @@ def find_images(
     >>> [image.name for image in vlad.images.files.find_images("data")][:2]
     ['astronaut.jpg', 'brick.jpg']
     """
+    images, problems = walk_images(inputs)
+    for name, reason in problems.items():
+        logger.warning("skipped %s: %s", name, reason)
+    if not images:
+        name, reason = next(iter(problems.items()))
+        raise ValueError(f"no images could be listed (such as {name}: {reason})")
+    return images
+
+
+def walk_images(
+    inputs: str | os.PathLike | Sequence[str | os.PathLike],
+) -> tuple[list[ImageFile], dict[str, str]]:
+    """:func:`find_images`'s images, and the sub-folders it could not walk.
+
+    Returns
+    -------
+    images : list of ImageFile
+        As :func:`find_images`; may be empty when ``problems`` is not.
+    problems : dict of str to str
+        Each sub-folder (named as images are, ending in ``/``) that could not
+        be listed or is a link back to a folder holding it, and each image
+        whose name holds a line break, and why.
+
+    Raises
+    ------
+    FileNotFoundError, PermissionError, ValueError
+        As :func:`find_images`; "no images" only when ``problems`` is empty.
+    """
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     if len(inputs) == 0:
         raise ValueError("inputs must name at least one folder or image file; got none")
     images: list[ImageFile] = []
-    seen: set[Path] = set()
+    problems: dict[str, str] = {}
+    seen: set = set()
     for given in inputs:
         root = Path(given)
         if root.is_dir():
-            found = _images_under(root)
-        elif root.is_file():
+            found, missed = _images_under(root)
+        elif root.is_file() or root.is_symlink():
             if not is_image_path(root):
                 raise ValueError(
                     f"{root} is not an image file; expected one ending in "
                     f"{', '.join(IMAGE_EXTENSIONS)}"
                 )
-            found = [(root, root.name)]
+            found, missed = [(root, root.name)], {}
         else:
             raise FileNotFoundError(f"no such file or folder: {root}")
+
+        several = len(inputs) > 1
+        for relative_name, reason in missed.items():
+            problems[_output_name(root, relative_name, several)] = reason
         for path, relative_name in found:
-            key = path.resolve()
-            if key in seen:
-                continue
-            seen.add(key)
-            if len(inputs) == 1:
-                name = relative_name
-            elif root.is_dir():
-                name = (root / relative_name).as_posix()
-            else:
-                name = root.as_posix()
-            images.append(ImageFile(path, name))
-    if not images:
+            key = _identity(path)
+            if "\n" in relative_name or "\r" in relative_name:
+                problems[_output_name(root, relative_name, several)] = (
+                    "its name holds a line break, which lists of names cannot hold"
+                )
+            elif key not in seen:
+                seen.add(key)
+                name = _output_name(root, relative_name, several)
+                images.append(ImageFile(path, name))
+    if not images and not problems:
         shown = ", ".join(str(given) for given in inputs)
         raise ValueError(
             f"no images in {shown}: expected files ending in "
             f"{', '.join(IMAGE_EXTENSIONS)} (any case)"
         )
-    return images
+    return images, problems
 
 
-def _images_under(root: Path) -> list[tuple[Path, str]]:
-    """``(path, name relative to root)`` of every image below ``root``, sorted."""
-    found = []
-    for folder, subfolders, files in os.walk(root):
-        subfolders.sort()
-        for file_name in files:
-            if is_image_path(file_name):
-                path = Path(folder, file_name)
-                found.append((path, path.relative_to(root).as_posix()))
+def _output_name(root: Path, relative_name: str, several: bool) -> str:
+    """The name of what was found at ``relative_name`` below input ``root``."""
+    if not several:
+        return relative_name
+    if root.is_dir():
+        folder = "/" if relative_name.endswith("/") else ""
+        return (root / relative_name).as_posix() + folder
+    return root.as_posix()
+
+
+def _identity(path: Path | os.DirEntry):
+    """What tells a file apart whatever the path to it: device and inode
+    (the absolute path when it cannot be read, a link loop say)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return os.path.abspath(path)
+    return status.st_dev, status.st_ino
+
+
+def _images_under(root: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
+    """``(path, name relative to root)`` of every image below ``root``, sorted,
+    and the sub-folders that could not be walked, with why.
+
+    Walked depth first with a stack (no recursion limit), following links;
+    a folder reached twice is walked once.
+    """
+    found: list[tuple[Path, str]] = []
+    problems: dict[str, str] = {}
+    walked = {_identity(root)}
+    pending = [(root, "", frozenset(walked))]
+    while pending:
+        folder, relative, ancestors = pending.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as error:
+            if not relative:
+                raise PermissionError(
+                    f"cannot list the folder {root}: {error.strerror or error}"
+                ) from None
+            problems[f"{relative}/"] = (
+                f"cannot list the folder ({error.strerror or error})"
+            )
+            continue
+        subfolders = []
+        for entry in entries:
+            name = f"{relative}/{entry.name}" if relative else entry.name
+            if _is_folder(entry):
+                key = _identity(entry)
+                if key in ancestors:
+                    problems[f"{name}/"] = (
+                        "a link to a folder that holds it (a loop): not followed"
+                    )
+                elif key not in walked:
+                    walked.add(key)
+                    subfolders.append((Path(entry.path), name, ancestors | {key}))
+            elif is_image_path(entry.name):
+                found.append((Path(entry.path), name))
+        pending.extend(reversed(subfolders))
     found.sort(key=lambda item: item[1].split("/"))
-    return found
+    return found, problems
 
 
-def read_image(path: str | os.PathLike) -> np.ndarray:
+def _is_folder(entry: os.DirEntry) -> bool:
+    """Whether an entry is a folder or a link to one (False when that cannot
+    be told: a link loop is then read, and reported, as a file)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def read_image(path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     """Decode an image file into a grey-level ``uint8`` array.
 
-    The bytes are read in Python and decoded from memory with OpenCV, so any
-    path the file system accepts works. Colour images are converted to grey
-    and EXIF orientation is applied; 16-bit images are scaled to 8 bits.
+    The bytes are read in Python, checked (format, size, completeness) and
+    decoded from memory with OpenCV, so any path the file system accepts
+    works. Colour images are converted to grey and EXIF orientation is
+    applied; 16-bit images are scaled to 8 bits. Transparent pixels are
+    composited on white (:data:`BACKGROUND`); such images (PNG, TIFF or WebP
+    with an alpha channel) keep the orientation they are stored in.
 
     Parameters
     ----------
     path : path-like
+        A JPEG, PNG, BMP, TIFF or WebP file (told by its bytes).
+    max_pixels : int, default=MAX_PIXELS
+        Refuse an image whose header declares more pixels (width x height),
+        before decoding it; 0 for no limit.
 
     Returns
     -------
@@ -161,100 +287,110 @@ def read_image(path: str | os.PathLike) -> np.ndarray:
     Raises
     ------
     ImageReadError
-        The file cannot be opened, is empty, is a truncated JPEG or PNG, or is
-        not an image OpenCV can decode. Its message is one line naming the file.
+        The file cannot be opened, is not a regular file, is empty, is not a
+        JPEG, PNG, BMP, TIFF or WebP image, declares more than ``max_pixels``
+        pixels, is truncated, holds data the decoder reports as corrupt, or
+        cannot be decoded. Its message is one line naming the file.
     """
-    import cv2
-
-    try:
-        encoded = Path(path).read_bytes()
-    except OSError as error:
-        raise ImageReadError(path, error.strerror or str(error)) from None
-    if not encoded:
-        raise ImageReadError(path, "the file is empty")
-    truncated = _truncated_format(encoded)
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)):
+        raise TypeError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+    if max_pixels < 0:
+        raise ValueError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+    encoded = _read_file(path, max_pixels)
+    truncated = truncated_format(encoded)
     if truncated:
         raise ImageReadError(path, f"truncated {truncated} (the file ends too early)")
     try:
-        image = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_GRAYSCALE)
+        header = read_header(encoded)
+    except ValueError as error:
+        raise ImageReadError(path, str(error)) from None
+    if max_pixels and header.n_pixels > max_pixels:
+        raise ImageReadError(
+            path,
+            f"{header.width} x {header.height} pixels is more than max_pixels="
+            f"{max_pixels} (raise the limit to read it)",
+        )
+    return _decode(path, encoded, header)
+
+
+def _read_file(path: str | os.PathLike, max_pixels: int) -> bytes:
+    """The bytes of a regular file no larger than an image of ``max_pixels``
+    pixels can be."""
+    # Non-blocking, so that a named pipe called photo.jpg cannot hang the run.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        raise ImageReadError(path, error.strerror or str(error)) from None
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(descriptor)
+        reason = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file"
+        raise ImageReadError(path, reason)
+    with open(descriptor, "rb", buffering=0) as handle:
+        limit = max_pixels * _BYTES_PER_PIXEL + _METADATA_BYTES
+        if max_pixels and status.st_size > limit:
+            raise ImageReadError(
+                path,
+                f"the file holds {status.st_size} bytes, more than an image of "
+                f"max_pixels={max_pixels} pixels",
+            )
+        try:
+            encoded = handle.read()
+        except OSError as error:
+            raise ImageReadError(path, error.strerror or str(error)) from None
+    if not encoded:
+        raise ImageReadError(path, "the file is empty")
+    return encoded
+
+
+def _decode(path: str | os.PathLike, encoded: bytes, header: ImageHeader) -> np.ndarray:
+    """Decode checked bytes to grey, refusing data the decoder says is corrupt."""
+    import cv2
+
+    buffer = np.frombuffer(encoded, np.uint8)
+    flags = cv2.IMREAD_UNCHANGED if header.alpha else cv2.IMREAD_GRAYSCALE
+    try:
+        image, messages = decode_with_messages(lambda: cv2.imdecode(buffer, flags))
     except cv2.error as error:
         raise ImageReadError(path, f"OpenCV cannot decode it ({error.err})") from None
+    corrupt = [message for message in messages if message.startswith(CORRUPT_DATA)]
+    if corrupt:
+        raise ImageReadError(
+            path, f"corrupt {header.format} data (the decoder says: {corrupt[0]})"
+        )
+    for message in messages:
+        logger.warning("%s: %s", path, message)
     if image is None or image.size == 0:
         raise ImageReadError(path, "not an image that OpenCV can decode")
-    return image
+    return _grey(image, cv2.COLOR_BGR2GRAY, cv2.COLOR_BGRA2GRAY)
 
 
-def _truncated_format(encoded: bytes) -> str | None:
-    """``"JPEG"`` or ``"PNG"`` when ``encoded`` is one cut short, else None.
+def _grey(array: np.ndarray, from_colour: int, from_colour_alpha: int) -> np.ndarray:
+    """A grey, colour or colour + alpha image of any depth as grey ``uint8``,
+    transparent pixels composited on white."""
+    import cv2
 
-    Some OpenCV versions decode a truncated JPEG without complaint, filling the
-    missing part with grey; these structural checks catch that before decoding.
-    """
-    if encoded.startswith(_JPEG_START) and not _jpeg_is_complete(encoded):
-        return "JPEG"
-    if encoded.startswith(_PNG_SIGNATURE) and not _png_is_complete(encoded):
-        return "PNG"
-    return None
-
-
-def _jpeg_is_complete(encoded: bytes) -> bool:
-    """Whether a JPEG stream reaches its end-of-image marker.
-
-    Walks the marker segments (each carries its length) and the entropy-coded
-    data after each start-of-scan, where ``0xFF`` is only followed by ``0x00``
-    stuffing, restart markers or fill bytes, until the end-of-image marker. Data
-    after it (padding, an appended video) does not matter.
-    """
-    size = len(encoded)
-    position = len(_JPEG_START)
-    while True:
-        position = encoded.find(b"\xff", position)
-        if position < 0 or position + 1 >= size:
-            return False
-        marker = encoded[position + 1]
-        if marker == 0xFF:
-            position += 1
-        elif marker == 0xD9:
-            return True
-        elif marker == 0x01 or 0xD0 <= marker <= 0xD7:
-            position += 2
-        else:
-            if position + 4 > size:
-                return False
-            position += 2 + int.from_bytes(encoded[position + 2 : position + 4], "big")
-            if marker == 0xDA:
-                position = _end_of_scan(encoded, position)
-                if position < 0:
-                    return False
+    if array.ndim == 2:
+        return _as_uint8(array)
+    if array.shape[2] == 3:
+        return _as_uint8(cv2.cvtColor(np.ascontiguousarray(array), from_colour))
+    grey = _as_uint8(cv2.cvtColor(np.ascontiguousarray(array), from_colour_alpha))
+    alpha = _as_uint8(array[:, :, 3]).astype(np.uint16)
+    # grey * alpha + white * (1 - alpha), in 8-bit steps, rounded; at most
+    # 255 * 255, so uint16 holds it.
+    composited = grey.astype(np.uint16) * alpha + BACKGROUND * (255 - alpha) + 127
+    return (composited // 255).astype(np.uint8)
 
 
-def _end_of_scan(encoded: bytes, position: int) -> int:
-    """Position of the marker that ends the entropy-coded data at ``position``,
-    or -1 when the data runs to the end of the file."""
-    size = len(encoded)
-    while True:
-        position = encoded.find(b"\xff", position)
-        if position < 0 or position + 1 >= size:
-            return -1
-        following = encoded[position + 1]
-        if following == 0x00 or 0xD0 <= following <= 0xD7:
-            position += 2
-        elif following == 0xFF:
-            position += 1
-        else:
-            return position
-
-
-def _png_is_complete(encoded: bytes) -> bool:
-    """Whether a PNG stream's chunks run whole up to its ``IEND`` chunk."""
-    position = len(_PNG_SIGNATURE)
-    while position + 8 <= len(encoded):
-        length = int.from_bytes(encoded[position : position + 4], "big")
-        kind = encoded[position + 4 : position + 8]
-        position += 12 + length
-        if kind == b"IEND":
-            return position <= len(encoded)
-    return False
+def _as_uint8(array: np.ndarray) -> np.ndarray:
+    """Samples of any depth OpenCV decodes as ``uint8``: 16-bit scaled, float
+    taken as [0, 1]."""
+    if array.dtype == np.uint8:
+        return np.ascontiguousarray(array)
+    if array.dtype == np.uint16:
+        return (array // 257).astype(np.uint8)
+    return np.rint(np.clip(array, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
 def as_grey_image(image) -> np.ndarray:
@@ -265,7 +401,8 @@ def as_grey_image(image) -> np.ndarray:
     image : array-like of shape (height, width) or (height, width, channels)
         Grey, RGB or RGBA (the channel order of Pillow, imageio and
         scikit-image), with 1, 3 or 4 channels; ``uint8``, ``uint16`` (scaled
-        to 8 bits), ``bool`` or floating point in [0, 1].
+        to 8 bits), ``bool`` or floating point in [0, 1]. Transparent pixels
+        are composited on white.
 
     Returns
     -------
@@ -274,7 +411,7 @@ def as_grey_image(image) -> np.ndarray:
     Raises
     ------
     TypeError
-        An unsupported dtype.
+        An unsupported dtype, or a path instead of an array.
     ValueError
         An unsupported shape, or floating-point values that are NaN or outside
         [0, 1].
@@ -288,6 +425,11 @@ def as_grey_image(image) -> np.ndarray:
     """
     import cv2
 
+    if isinstance(image, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"image must be an image array; got the path {image!r:.80}: read it "
+            "with vlad.read_image (or pass paths to vlad.extract_images)"
+        )
     array = np.asarray(image)
     if array.ndim == 3 and array.shape[2] == 1:
         array = array[:, :, 0]
@@ -315,7 +457,4 @@ def as_grey_image(image) -> np.ndarray:
             "image must be uint8, uint16, bool or floating point in [0, 1]; "
             f"got dtype {array.dtype}"
         )
-    if array.ndim == 3:
-        conversion = cv2.COLOR_RGB2GRAY if array.shape[2] == 3 else cv2.COLOR_RGBA2GRAY
-        array = cv2.cvtColor(np.ascontiguousarray(array), conversion)
-    return np.ascontiguousarray(array)
+    return _grey(array, cv2.COLOR_RGB2GRAY, cv2.COLOR_RGBA2GRAY)

@@ -46,7 +46,8 @@ def describe_image(image, options: SiftOptions) -> np.ndarray:
         A file that cannot be read.
     """
     if isinstance(image, (str, os.PathLike)):
-        return extract_with_options(read_image(image), options)
+        image = read_image(image, max_pixels=options.max_pixels)
+        return extract_with_options(image, options)
     return extract_with_options(as_grey_image(image), options)
 
 
@@ -68,7 +69,8 @@ def describe_image_with_keypoints(
         A file that cannot be read.
     """
     if isinstance(image, (str, os.PathLike)):
-        return extract_keypoints_with_options(read_image(image), options)
+        image = read_image(image, max_pixels=options.max_pixels)
+        return extract_keypoints_with_options(image, options)
     return extract_keypoints_with_options(as_grey_image(image), options)
 
 

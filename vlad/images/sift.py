@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from vlad.images.files import as_grey_image
+from vlad.images.files import MAX_PIXELS, as_grey_image
 
 __all__ = [
     "DENSE_MIN_STEP",
@@ -51,12 +51,19 @@ class SiftOptions:
     max_keypoints : int, default=2000
         Keep at most this many keypoints per image: the strongest detected
         ones, or a dense grid spaced to fit; 0 keeps them all.
+    max_pixels : int, default=MAX_PIXELS
+        Refuse images of more pixels (width x height; 2**27, 134 million, by
+        default): image files before they are decoded (they are skipped and
+        reported), image arrays with a ``ValueError``; 0 for no limit. It
+        bounds the memory one image takes (decoding, and SIFT when
+        ``max_side`` is 0).
     """
 
     root_sift: bool = True
     dense: bool = False
     max_side: int = 1024
     max_keypoints: int = 2000
+    max_pixels: int = MAX_PIXELS
 
     def __post_init__(self):
         for name in ("root_sift", "dense"):
@@ -65,7 +72,7 @@ class SiftOptions:
                 raise TypeError(f"{name} must be True or False; got {value!r}")
             # Plain Python types keep the record JSON-serialisable.
             object.__setattr__(self, name, bool(value))
-        for name in ("max_side", "max_keypoints"):
+        for name in ("max_side", "max_keypoints", "max_pixels"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
@@ -94,11 +101,23 @@ class SiftOptions:
 
     @classmethod
     def from_record(cls, record: dict | None) -> SiftOptions | None:
-        """The options a :meth:`record` describes; None if it describes no SIFT."""
-        if not record or record.get("extractor") != EXTRACTOR:
+        """The options a :meth:`record` describes; None if it describes no SIFT.
+
+        Options a record lacks (one written before they existed) take their
+        defaults.
+
+        Raises
+        ------
+        ValueError
+            A record of this extractor whose options are not valid.
+        """
+        if not isinstance(record, dict) or record.get("extractor") != EXTRACTOR:
             return None
         fields = {field.name for field in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in record.items() if key in fields})
+        try:
+            return cls(**{key: value for key, value in record.items() if key in fields})
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"a descriptor record with bad options: {error}") from None
 
 
 def extract_sift(
@@ -108,14 +127,17 @@ def extract_sift(
     dense: bool = False,
     max_side: int = 1024,
     max_keypoints: int = 2000,
+    max_pixels: int = MAX_PIXELS,
 ) -> np.ndarray:
     """SIFT descriptors of one image (RootSIFT by default).
 
     Parameters
     ----------
     image : array-like of shape (height, width) or (height, width, channels)
-        Grey, RGB or RGBA; see :func:`vlad.images.files.as_grey_image`.
-    root_sift, dense, max_side, max_keypoints
+        Grey, RGB or RGBA; see :func:`vlad.images.files.as_grey_image`. A
+        path is refused with a ``TypeError``: read it with
+        :func:`vlad.read_image` first.
+    root_sift, dense, max_side, max_keypoints, max_pixels
         See :class:`SiftOptions`.
 
     Returns
@@ -143,7 +165,7 @@ def extract_sift(
     >>> descriptors.shape, descriptors.dtype
     ((100, 128), dtype('float32'))
     """
-    options = SiftOptions(root_sift, dense, max_side, max_keypoints)
+    options = SiftOptions(root_sift, dense, max_side, max_keypoints, max_pixels)
     return extract_with_options(as_grey_image(image), options)
 
 
@@ -196,6 +218,11 @@ def extract_keypoints_with_options(
     """
     import cv2
 
+    if options.max_pixels and image.size > options.max_pixels:
+        raise ValueError(
+            f"image of {image.shape[1]} x {image.shape[0]} pixels is more than "
+            f"max_pixels={options.max_pixels}"
+        )
     shrunk = _shrink_to(image, options.max_side)
     if options.dense:
         keypoints = _dense_grid(shrunk.shape, options.max_keypoints)

@@ -23,7 +23,9 @@ from vlad.core.aggregators.numba_kernel import aggregate_numba
 from vlad.core.aggregators.ragged_cumsum import aggregate_ragged_cumsum
 from vlad.core.aggregators.sparse import aggregate_sparse
 from vlad.core.aggregators.ufunc_at import aggregate_ufunc_at
+from vlad.core.finite import check_residuals, restore_scale, run_in_range
 from vlad.core.validation import (
+    all_finite,
     as_float_matrix,
     as_labels,
     as_offsets,
@@ -197,7 +199,9 @@ def aggregate(
     Raises
     ------
     ValueError
-        Unknown aggregator, shapes that disagree, NaN/inf, labels out of range.
+        Unknown aggregator, shapes that disagree, NaN/inf, labels out of
+        range, or an aggregator function whose result has another shape or
+        holds NaN.
     ImportError
         The aggregator's optional dependency is not installed.
 
@@ -224,7 +228,7 @@ def aggregate(
             stacklevel=2,
         )
         aggregator = method
-    _, function = resolve_aggregator(aggregator)
+    name, function = resolve_aggregator(aggregator)
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
@@ -234,4 +238,18 @@ def aggregate(
     labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
     check_finite(descriptors, "descriptors")
     check_finite(centers, "centers")
-    return function(descriptors, labels, offsets, centers)
+
+    # Sums that overflow are made again on inputs scaled by a power of two and
+    # scaled back, so that an overflow is an error, never an inf.
+    def aggregate_checked(scaled, scaled_centers):
+        residuals = function(scaled, labels, offsets, scaled_centers)
+        if name is None:  # a function of the caller's: its result is checked
+            label = getattr(function, "__qualname__", type(function).__name__)
+            shape = (offsets.shape[0] - 1, *centers.shape)
+            residuals = check_residuals(residuals, shape, descriptors.dtype, label)
+        return residuals
+
+    residuals, scale = run_in_range(
+        aggregate_checked, descriptors, centers, finite=all_finite
+    )
+    return restore_scale(residuals, scale, power=1.0, normalised=False)

@@ -1,0 +1,58 @@
+"""Decoders' messages on standard error, told to the decode that wrote them:
+vlad.images.decoder_messages."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from vlad.images.decoder_messages import decode_with_messages
+
+
+def test_messages_go_to_the_decode_that_wrote_them_however_decodes_overlap():
+    """Eight decodes that all run at once, three of them writing a message:
+    each message ends up with its own decode (the overlapping ones run again,
+    alone), and the decoders' results are kept."""
+    noisy = {1, 4, 6}
+    started = threading.Barrier(8)
+    calls = [0] * 8
+
+    def decode(index: int) -> int:
+        calls[index] += 1
+        if calls[index] == 1:
+            started.wait(timeout=10)  # every first run overlaps every other
+        if index in noisy:
+            os.write(2, f"Corrupt JPEG data: image {index}\n".encode())
+        time.sleep(0.01)
+        return index
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(
+            pool.map(lambda i: decode_with_messages(lambda: decode(i)), range(8))
+        )
+    for index, (result, messages) in enumerate(results):
+        assert result == index
+        expected = [f"Corrupt JPEG data: image {index}"] if index in noisy else []
+        assert messages == expected
+    assert all(count == 2 for index, count in enumerate(calls) if index in noisy)
+
+
+def test_other_output_on_standard_error_is_passed_on(capfd):
+    def decode():
+        os.write(2, b"not a decoder's line\nlibpng warning: iCCP: known incorrect\n")
+        return 1
+
+    assert decode_with_messages(decode) == (
+        1,
+        ["libpng warning: iCCP: known incorrect"],
+    )
+    captured = capfd.readouterr()
+    assert captured.err == "not a decoder's line\n"
+
+
+def test_standard_error_is_given_back(capfd):
+    decode_with_messages(lambda: None)
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"
