@@ -123,8 +123,8 @@ def test_an_interrupted_index_leaves_no_partial_folder(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(vlad.search.exact.ExactStore, "save", interrupted)
-    run("index", vectors_path, "-o", tmp_path / "new", exit_code=1)
-    run("index", vectors_path, "-o", tmp_path / "index", "--overwrite", exit_code=1)
+    run("index", vectors_path, "-o", tmp_path / "new", exit_code=130)
+    run("index", vectors_path, "-o", tmp_path / "index", "--overwrite", exit_code=130)
     monkeypatch.undo()
     assert [path.name for path in tmp_path.iterdir()] == ["index"]
     assert load_index(tmp_path / "index").dimension == 3
