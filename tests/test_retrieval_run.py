@@ -40,7 +40,7 @@ def report(tmp_path_factory):
 
 def test_every_variant_is_evaluated_or_says_why_not(report):
     rows = report["variants"]
-    assert len(rows) == 6 + len(PQ_FACTORIES)
+    assert len(rows) == 6 + len(PQ_FACTORIES)  # one spatial depth
     for row in rows:
         if "skipped" in row:
             # PQ needs a dimension its sub-quantizers divide: 4 is not one of 8.

@@ -28,8 +28,10 @@ __all__ = ["main", "render_page"]
 def _command(settings: dict, json_name: str) -> str:
     words = ["python -m benchmarks.retrieval.run", "DATASET"]
     for name in ("clusters", "power", "pca", "depth"):
-        if settings.get(name) is not None:
-            words += [f"--{name}", f"{settings[name]:g}"]
+        values = settings.get(name)
+        for value in values if isinstance(values, list) else [values]:
+            if value is not None:
+                words += [f"--{name}", f"{value:g}"]
     return " ".join([*words, "--json", json_name])
 
 

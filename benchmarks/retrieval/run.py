@@ -3,7 +3,7 @@
 ::
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 64]
-        [--power 1.0] [--pca 64] [--depth 100] [--json PATH]
+        [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,26 +138,32 @@ def _variant(
 
 
 def run_variants(
-    prepared: Prepared, pca: int, depth: int, n_jobs: int | None
+    prepared: Prepared, pca: int, depths: Sequence[int], n_jobs: int | None
 ) -> list[dict]:
-    """Plain VLAD, + whitening, + query expansion, + spatial verification, and
-    product-quantised codes."""
+    """Plain VLAD, + whitening, + query expansion, + spatial verification of
+    the top ``depth`` for each of ``depths``, all together (spatial at the
+    shallowest depth), and product-quantised codes."""
     qe = QueryExpansion()
     rows = [
         _variant(prepared, "VLAD"),
         _variant(prepared, f"+ whitening (PCA {pca})", pca=pca),
         _variant(prepared, "+ query expansion", expansion=qe),
         _variant(prepared, "+ whitening + QE", pca=pca, expansion=qe),
-        _variant(prepared, f"+ spatial (top {depth})", depth=depth, n_jobs=n_jobs),
+    ]
+    for depth in depths:
+        rows.append(
+            _variant(prepared, f"+ spatial (top {depth})", depth=depth, n_jobs=n_jobs)
+        )
+    rows.append(
         _variant(
             prepared,
-            "+ whitening + QE + spatial",
+            f"+ whitening + QE + spatial (top {min(depths)})",
             pca=pca,
             expansion=qe,
-            depth=depth,
+            depth=min(depths),
             n_jobs=n_jobs,
-        ),
-    ]
+        )
+    )
     for factory in PQ_FACTORIES:
         rows.append(
             _variant(
@@ -240,7 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=64)
     parser.add_argument("--power", type=float, default=vlad.EncodingOptions().power)
     parser.add_argument("--pca", type=int, default=64)
-    parser.add_argument("--depth", type=int, default=K)
+    parser.add_argument(
+        "--depth",
+        type=int,
+        action="append",
+        help=f"results verified spatially; repeat for several (default: 20 and {K})",
+    )
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
@@ -248,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     prepared = prepare(
         arguments.dataset, work, arguments.clusters, arguments.power, arguments.jobs
     )
-    rows = run_variants(prepared, arguments.pca, arguments.depth, arguments.jobs)
+    depths = arguments.depth = arguments.depth or [20, K]
+    rows = run_variants(prepared, arguments.pca, depths, arguments.jobs)
     print(
         f"{len(prepared.database)} database images, {len(prepared.queries)} queries, "
         f"K={arguments.clusters}, power={arguments.power}"
