@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import html
 import math
-import unicodedata
 import os
 import sys
-from pathlib import Path
+import unicodedata
 from urllib.parse import unquote_to_bytes
 
 import numpy as np
 import pytest
+from html_pages import HOSTILE_NAMES, parse_page, source_file, write_photo
 from hypothesis import given
 from hypothesis import strategies as st
-from html_pages import HOSTILE_NAMES, parse_page, source_file, write_photo
 
 from vlad.evaluation import average_precision, evaluate
 from vlad.pages import write_evaluation_page, write_search_page
@@ -172,9 +171,7 @@ def test_labels_and_average_precision_follow_the_ground_truth(
     write_search_page(
         page, results, images=folders[0], query_images=folders[1], ground_truth=TRUTH
     )
-    for (query, hits, row), result in zip(
-        cards(parse_page(page)), results, strict=True
-    ):
+    for (_, hits, row), result in zip(cards(parse_page(page)), results, strict=True):
         truth = TRUTH.get(result.query)
         for (_, classes, label), name in zip(hits, result.names, strict=True):
             if truth is None:
