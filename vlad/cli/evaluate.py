@@ -112,16 +112,6 @@ def evaluate(
         )
         if json_path is not None:
             evaluation.write(json_path)
-        if page.html is not None:
-            write_evaluation_report(
-                page,
-                evaluation,
-                results,
-                ground_truth,
-                protocol=protocol,
-                holidays=holidays,
-                verbosity=verbosity,
-            )
     for note in evaluation.notes:
         logger.warning(note)
     if verbosity >= 0:
@@ -132,3 +122,14 @@ def evaluate(
             count(len(evaluation.queries), "query", "queries"),
             json_path,
         )
+    if page.html is not None:
+        with library_errors():
+            write_evaluation_report(
+                page,
+                evaluation,
+                results,
+                ground_truth,
+                protocol=protocol,
+                holidays=holidays,
+                verbosity=verbosity,
+            )

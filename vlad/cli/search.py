@@ -179,9 +179,6 @@ def search(
             )
         if output is not None:
             results.write(output)
-        if page.html is not None:
-            sets = (found.descriptor_sets, database_sets) if spatial else None
-            write_results_page(page, results, queries, sets, n_jobs, verbosity)
     for note in results.notes:
         logger.warning(note)
     for result in results:
@@ -196,6 +193,10 @@ def search(
             count(len(results), "query", "queries"),
             output,
         )
+    if page.html is not None:
+        sets = (found.descriptor_sets, database_sets) if spatial else None
+        with library_errors():
+            write_results_page(page, results, queries, sets, n_jobs, verbosity)
 
 
 def _print_table(results: SearchResults) -> None:

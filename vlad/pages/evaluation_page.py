@@ -196,9 +196,10 @@ def _worst_row(
     hits = "".join(cards[:n_hits])
     expected = "".join(cards[n_hits:])
     if expected:
+        heading = f"Relevant beyond the first {n_hits}:" if n_hits else "Relevant:"
         expected = (
-            f'<div class="expected"><p class="facts">Relevant beyond the first '
-            f'{n_hits}:</p><ol class="hits">{expected}</ol></div>'
+            f'<div class="expected"><p class="facts">{heading}</p>'
+            f'<ol class="hits">{expected}</ol></div>'
         )
     return (
         f'<section class="row">{card}<ol class="hits">{hits}</ol>{expected}</section>'

@@ -49,7 +49,7 @@ from vlad.search.spatial import MIN_INLIERS, inlier_matches
 
 __all__ = ["DEFAULT_LIMIT", "MATCHES_HEIGHT", "PageReport", "write_search_page"]
 
-#: Queries a page shows at most unless told otherwise: about 3 MB of HTML
+#: Queries a page shows at most unless told otherwise: about 4 MB of HTML
 #: at 10 hits each.
 DEFAULT_LIMIT = 1000
 #: Height in pixels of the pictures of inliers the page links to.
