@@ -11,13 +11,14 @@ from pathlib import Path
 
 import click
 
-from vlad.cli.reporting import count, progress_bar
+from vlad.cli.reporting import count, library_errors, progress_bar
 from vlad.core.descriptors import DescriptorSets
 from vlad.evaluation.files import read_any_ground_truth
 from vlad.evaluation.scoring import Evaluation
 from vlad.images.files import is_image_path
 from vlad.pages.evaluation_page import write_evaluation_page
 from vlad.pages.search_page import DEFAULT_LIMIT, PageReport, write_search_page
+from vlad.pages.thumbnails import require_pillow
 from vlad.search.results import SearchResults, read_rankings
 
 __all__ = [
@@ -118,6 +119,10 @@ def page_options(search: bool) -> Callable[[Callable], Callable]:
             ]
             if html is None and given:
                 raise click.UsageError(f"{given[0]} is for the page: give --html too")
+            if html is not None:
+                # Before any work: a missing Pillow is said at once.
+                with library_errors():
+                    require_pillow()
             page = PageOptions(html, images, query_images, limit, truth)
             return command(*args, page=page, **kwargs)
 
