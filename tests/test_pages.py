@@ -318,6 +318,14 @@ def test_without_pillow_the_page_says_what_to_install(tmp_path, monkeypatch, res
     assert not (tmp_path / "results.html").exists()
 
 
+def test_a_page_in_a_folder_that_does_not_exist_is_refused(tmp_path, results):
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        write_search_page(tmp_path / "absent" / "results.html", results)
+    assert not (tmp_path / "absent").exists()
+    with pytest.raises(ValueError, match="is a folder"):
+        write_search_page(tmp_path, results)
+
+
 @pytest.mark.parametrize(
     ("arguments", "error", "message"),
     [

@@ -22,6 +22,7 @@ from vlad.pages.search_page import PageReport
 from vlad.pages.thumbnails import (
     ImageFolders,
     Thumbnail,
+    check_page_path,
     make_files,
     make_thumbnail,
     page_folder,
@@ -87,7 +88,7 @@ def write_evaluation_page(
         A malformed ground truth, image folders with no images, or counts
         below 1.
     """
-    path = Path(path)
+    path = check_page_path(path)
     if not isinstance(evaluation, Evaluation):
         raise TypeError(
             f"evaluation must be an Evaluation; got {type(evaluation).__name__}"

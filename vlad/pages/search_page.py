@@ -36,6 +36,7 @@ from vlad.pages.matches import draw_matches, encode_picture, read_colour_image
 from vlad.pages.thumbnails import (
     ImageFolders,
     Thumbnail,
+    check_page_path,
     make_files,
     make_thumbnail,
     page_folder,
@@ -180,7 +181,7 @@ def write_search_page(
         A bad limit, a malformed ground truth or one that names none of the
         queries, or image folders with no images.
     """
-    path = Path(path)
+    path = check_page_path(path)
     if not isinstance(results, SearchResults):
         raise TypeError(
             f"results must be a SearchResults; got {type(results).__name__}"

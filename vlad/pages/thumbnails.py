@@ -35,6 +35,7 @@ __all__ = [
     "Thumbnail",
     "make_files",
     "make_thumbnail",
+    "check_page_path",
     "page_folder",
     "prune_folder",
     "require_pillow",
@@ -134,6 +135,17 @@ class Thumbnail:
             f'<img src="{url(self.relative)}" width="{self.width}" '
             f'height="{self.height}" alt="{escape(name)}" loading="lazy">'
         )
+
+
+def check_page_path(page: str | os.PathLike) -> Path:
+    """``page`` as a Path, refused when its folder does not exist or it is a
+    folder itself."""
+    page = Path(page)
+    if not page.parent.is_dir():
+        raise FileNotFoundError(f"no such folder: {page.parent} (for the page {page})")
+    if page.is_dir():
+        raise ValueError(f"{page} is a folder; a page is written to a file")
+    return page
 
 
 def page_folder(page: str | os.PathLike) -> Path:
