@@ -6,7 +6,7 @@ untrusted: :func:`escape` makes it text (``<img src=x onerror=alert(1)>.jpg``
 shows as those characters and runs nothing), and :func:`url` makes a relative
 path a URL. As a second wall, each page carries a Content Security Policy that
 lets only its own script and style run (by their SHA-256) and loads images
-from its own folder alone: nothing leaves the machine.
+from its own location or local files alone: nothing leaves the machine.
 """
 
 from __future__ import annotations
