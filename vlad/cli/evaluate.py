@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from vlad.cli.options import overwrite_option, verbosity_options
+from vlad.cli.page_options import PageOptions, page_options, write_evaluation_report
 from vlad.cli.reporting import check_outputs, count, library_errors
 from vlad.evaluation.files import evaluate_files
 from vlad.evaluation.revisited import REVISITED_PROTOCOLS
@@ -69,6 +70,7 @@ def _check_json_suffix(ctx, param, value: Path | None) -> Path | None:
     help="Also show each query's AP, the place of its first relevant image and "
     "the relevant images found.",
 )
+@page_options(search=False)
 @overwrite_option
 @verbosity_options
 def evaluate(
@@ -79,6 +81,7 @@ def evaluate(
     ks: tuple[int, ...],
     json_path: Path | None,
     per_query: bool,
+    page: PageOptions,
     overwrite: bool,
     verbosity: int,
 ) -> None:
@@ -97,11 +100,12 @@ def evaluate(
         vlad evaluate results.json -g ground_truth.json
         vlad evaluate results.json -g roxford5k.json --protocol hard
         vlad evaluate pairs.txt -g vectors.names.txt --holidays --json eval.json
+        vlad evaluate results.json -g ground_truth.json --html report.html \\
+            --images photos/ --query-images queries/
     """
     if protocol is not None and holidays:
         raise click.UsageError("--protocol and --holidays exclude each other")
-    if json_path is not None:
-        check_outputs([json_path], overwrite)
+    check_outputs([path for path in (json_path, page.html) if path], overwrite)
     with library_errors():
         evaluation = evaluate_files(
             results, ground_truth, protocol=protocol, holidays=holidays, ks=ks
@@ -118,3 +122,14 @@ def evaluate(
             count(len(evaluation.queries), "query", "queries"),
             json_path,
         )
+    if page.html is not None:
+        with library_errors():
+            write_evaluation_report(
+                page,
+                evaluation,
+                results,
+                ground_truth,
+                protocol=protocol,
+                holidays=holidays,
+                verbosity=verbosity,
+            )

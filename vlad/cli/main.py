@@ -23,6 +23,7 @@ from vlad.cli.fit import fit
 from vlad.cli.index import index
 from vlad.cli.info import info
 from vlad.cli.search import search
+from vlad.cli.show_matches import show_matches
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "VladGroup", "main"]
 
@@ -126,4 +127,5 @@ main.add_command(info)
 main.add_command(index)
 main.add_command(search)
 main.add_command(evaluate)
+main.add_command(show_matches)
 main.add_command(bench)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from vlad.cli.options import jobs_option, overwrite_option, verbosity_options
+from vlad.cli.page_options import PageOptions, page_options, write_results_page
 from vlad.cli.reporting import (
     check_outputs,
     count,
@@ -109,6 +110,7 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     "--parameters",
     help='faiss search parameters for this search, such as "nprobe=32".',
 )
+@page_options(search=True)
 @jobs_option
 @overwrite_option
 @verbosity_options
@@ -124,6 +126,7 @@ def search(
     rerank_depth: int,
     database_descriptors: Path | None,
     parameters: str | None,
+    page: PageOptions,
     n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
@@ -141,12 +144,13 @@ def search(
         vlad search index photo.jpg -c codebook.npz -k 5
         vlad search index queries/ -c codebook.npz --rerank spatial \\
             --database-descriptors descriptors.npz -o results.json
+        vlad search index queries/ -c codebook.npz --html results.html \\
+            --images photos/ --ground-truth ground_truth.json
     """
     spatial = "spatial" in rerank
     if spatial and database_descriptors is None:
         raise click.UsageError("--rerank spatial needs --database-descriptors")
-    if output is not None:
-        check_outputs([output], overwrite)
+    check_outputs([path for path in (output, page.html) if path], overwrite)
     with library_errors():
         index = load_index(index_folder, mmap=True, parameters=parameters)
         with progress_bar(verbosity, "Encoding queries") as progress:
@@ -164,11 +168,12 @@ def search(
         results = index.search(
             found.vectors, k, query_names=found.names, expansion=expansion
         )
+        database_sets = DescriptorSets.load(database_descriptors) if spatial else None
         if spatial:
             results = rerank_spatially(
                 results,
                 found.descriptor_sets,
-                DescriptorSets.load(database_descriptors),
+                database_sets,
                 depth=rerank_depth,
                 n_jobs=n_jobs,
             )
@@ -188,6 +193,10 @@ def search(
             count(len(results), "query", "queries"),
             output,
         )
+    if page.html is not None:
+        sets = (found.descriptor_sets, database_sets) if spatial else None
+        with library_errors():
+            write_results_page(page, results, queries, sets, n_jobs, verbosity)
 
 
 def _print_table(results: SearchResults) -> None:

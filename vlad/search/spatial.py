@@ -37,6 +37,7 @@ __all__ = [
     "MIN_INLIERS",
     "REPROJECTION_THRESHOLD",
     "count_inliers",
+    "inlier_matches",
     "match_descriptors",
     "spatial_rerank",
 ]
@@ -207,6 +208,10 @@ def count_inliers(
     int
         The number of inlier matches; 0 when too few matches or no model fits.
 
+    See Also
+    --------
+    inlier_matches : The inlier matches themselves.
+
     Examples
     --------
     >>> import cv2
@@ -217,6 +222,61 @@ def count_inliers(
     >>> options = vlad.images.sift.SiftOptions(max_keypoints=300)
     >>> extract = vlad.images.sift.extract_keypoints_with_options
     >>> count_inliers(*extract(image, options), *extract(rotated, options)) > 100
+    True
+    """
+    return len(
+        inlier_matches(
+            query_keypoints,
+            query_descriptors,
+            keypoints,
+            descriptors,
+            ratio=ratio,
+            model=model,
+            reprojection_threshold=reprojection_threshold,
+            min_matches=min_matches,
+        )
+    )
+
+
+def inlier_matches(
+    query_keypoints: ArrayLike,
+    query_descriptors: ArrayLike,
+    keypoints: ArrayLike,
+    descriptors: ArrayLike,
+    *,
+    ratio: float = LOWE_RATIO,
+    model: str = "affine",
+    reprojection_threshold: float = REPROJECTION_THRESHOLD,
+    min_matches: int | None = None,
+) -> np.ndarray:
+    """The matches between a query and a candidate image that one geometric
+    model explains: what :func:`count_inliers` counts.
+
+    Parameters are those of :func:`count_inliers`.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_inliers, 2)
+        ``[query_index, candidate_index]`` rows (of the keypoints given), by
+        query index; none when too few matches or no model fits.
+
+    Examples
+    --------
+    >>> import cv2
+    >>> import vlad.images.files, vlad.images.sift
+    >>> from vlad.search.spatial import count_inliers, inlier_matches
+    >>> image = vlad.images.files.read_image("data/chelsea.jpg")
+    >>> rotated = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
+    >>> options = vlad.images.sift.SiftOptions(max_keypoints=300)
+    >>> extract = vlad.images.sift.extract_keypoints_with_options
+    >>> query, candidate = extract(image, options), extract(rotated, options)
+    >>> pairs = inlier_matches(*query, *candidate)
+    >>> len(pairs) == count_inliers(*query, *candidate)
+    True
+    >>> # turned a quarter clockwise, (x, y) lands on (height - 1 - y, x)
+    >>> x, y = query[0][pairs[:, 0], 0], query[0][pairs[:, 0], 1]
+    >>> moved = candidate[0][pairs[:, 1], :2]
+    >>> bool(abs(moved[:, 0] - (image.shape[0] - 1 - y)).max() < 8)
     True
     """
     fit = _resolve_model(model)
@@ -237,7 +297,7 @@ def count_inliers(
             f"query_descriptors have {query_descriptors.shape[1]} features but "
             f"descriptors have {descriptors.shape[1]}; they must match"
         )
-    return _count_inliers(
+    return _inlier_matches(
         query_keypoints,
         query_descriptors,
         keypoints,
@@ -371,15 +431,16 @@ def spatial_rerank(
 
 
 def _verify_candidate(row: int, *, database: DescriptorSets, **settings) -> int:
-    """:func:`_count_inliers` of the query against database image ``row``."""
-    return _count_inliers(
+    """Inliers of the query against database image ``row``."""
+    matches = _inlier_matches(
         keypoints=database.keypoints_of(row),
         descriptors=database[row].astype(np.float32, copy=False),
         **settings,
     )
+    return len(matches)
 
 
-def _count_inliers(
+def _inlier_matches(
     query_keypoints: np.ndarray,
     query_descriptors: np.ndarray,
     keypoints: np.ndarray,
@@ -389,16 +450,18 @@ def _count_inliers(
     fit,
     threshold: float,
     min_matches: int,
-) -> int:
-    """:func:`count_inliers` on checked float32 input (``min_matches`` at
+) -> np.ndarray:
+    """:func:`inlier_matches` on checked float32 input (``min_matches`` at
     least the model's minimal sample)."""
     matches = _match(query_descriptors, descriptors, ratio)
     if len(matches) < min_matches:
-        return 0
+        return np.zeros((0, 2), dtype=np.int64)
     sources = np.ascontiguousarray(query_keypoints[matches[:, 0], :2])
     targets = np.ascontiguousarray(keypoints[matches[:, 1], :2])
     mask = fit(sources, targets, threshold)
-    return 0 if mask is None else int(np.count_nonzero(mask))
+    if mask is None:
+        return np.zeros((0, 2), dtype=np.int64)
+    return matches[mask.ravel().astype(bool)]
 
 
 def _match(
