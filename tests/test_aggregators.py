@@ -19,7 +19,6 @@ from hypothesis import given
 import vlad
 from vlad.core.aggregators import (
     choose_aggregator,
-    jax_kernel,
     resolve_aggregator,
     segments,
 )
@@ -274,21 +273,27 @@ def test_missing_numba_gives_install_hint(method, monkeypatch):
         vlad.encode([arguments[0]], arguments[3], aggregator=method)
 
 
-def test_jax_compiles_once_per_bucket():
+def test_jax_compiles_once_per_size_class():
     pytest.importorskip("jax")
+    from vlad.backends import jax_kernels
+
     centers = np.ones((4, 8), np.float32)
-    kernel = jax_kernel._residual_segment_sum()
-    for n_rows, n_images in [(100, 3), (700, 3), (1000, 4)]:
+    kernels = (jax_kernels.aggregate_one_chunk(),)
+    for n_rows, n_images in [(100, 3), (200, 3), (250, 4)]:  # one size class
         descriptors = np.ones((n_rows, 8), np.float32)
         offsets = np.linspace(0, n_rows, n_images + 1).astype(np.int64)
-        vlad.aggregate(descriptors, np.zeros(n_rows, int), offsets, centers, "jax")
+        result = vlad.aggregate(
+            descriptors, np.zeros(n_rows, int), offsets, centers, "jax"
+        )
+        np.testing.assert_array_equal(result, aggregate_loop_sums(offsets, centers))
         if n_rows == 100:
-            compiled = kernel._cache_size()
-    assert kernel._cache_size() == compiled
+            compiled = [kernel._cache_size() for kernel in kernels]
+    assert [kernel._cache_size() for kernel in kernels] == compiled
 
 
-@pytest.mark.parametrize(
-    ("n", "bucket"), [(0, 1024), (1, 1024), (1024, 1024), (1025, 2048)]
-)
-def test_jax_bucket_sizes(n, bucket):
-    assert jax_kernel.bucket_size(n, jax_kernel.MIN_ROW_BUCKET) == bucket
+def aggregate_loop_sums(offsets, centers):
+    """Residual sums of all-ones descriptors labelled 0: each image's count
+    times ``1 - centers[0]`` in its first block."""
+    expected = np.zeros((len(offsets) - 1, *centers.shape), np.float32)
+    expected[:, 0] = np.diff(offsets)[:, None] * (1 - centers[0])
+    return expected
