@@ -14,7 +14,8 @@ from conftest import (
     ragged_problems,
     reference_residuals,
 )
-from hypothesis import given
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import vlad
 from vlad.core.aggregators import (
@@ -205,6 +206,39 @@ def test_callable_method_is_used():
     assert np.all(result == 0)
 
 
+@pytest.mark.parametrize("method", ALL)
+@given(
+    problem=ragged_problems(),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+    position=st.integers(0, 10**6),
+)
+def test_non_finite_descriptors_get_a_clear_error(method, problem, bad, position):
+    """The sums are checked instead of the descriptors: a NaN or inf anywhere,
+    in any image and centre, still gives the error."""
+    descriptors, labels, offsets, centers = problem
+    assume(descriptors.size > 0)
+    descriptors = descriptors.copy()
+    descriptors.flat[position % descriptors.size] = bad
+    with pytest.raises(ValueError, match=r"descriptors contains 1 NaN or infinite"):
+        vlad.aggregate(descriptors, labels, offsets, centers, aggregator=method)
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_sums_too_large_for_float32_get_a_clear_error(method):
+    descriptors = np.full((2, 3), 3e38, np.float32)
+    with pytest.raises(ValueError, match="residual sums overflow"):
+        vlad.aggregate(descriptors, [0, 0], [0, 2], np.zeros((1, 3)), method)
+
+
+def test_callable_aggregator_gets_its_input_checked():
+    def zeros(descriptors, labels, offsets, centers):
+        return np.zeros((len(offsets) - 1, *centers.shape), descriptors.dtype)
+
+    descriptors = np.array([[1.0, np.nan, 0.0], [0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="descriptors contains 1 NaN"):
+        vlad.aggregate(descriptors, [0, 0], [0, 2], np.ones((1, 3)), zeros)
+
+
 def test_auto_resolves_to_an_available_aggregator():
     name = choose_aggregator(10_000, 64, 128)
     assert name in vlad.available_aggregators() and name != "auto"
@@ -256,6 +290,17 @@ def test_missing_jax_gives_install_hint(monkeypatch):
         vlad.aggregate(
             np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), aggregator="jax"
         )
+
+
+def test_missing_torch_gives_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[torch\]'"):
+        vlad.aggregate(
+            np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), aggregator="torch"
+        )
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[torch\]'"):
+        vlad.TorchEncoder(np.ones((1, 2)))
+    assert "torch" not in vlad.available_aggregators()
 
 
 @pytest.mark.parametrize("method", ["numba", "auto"])

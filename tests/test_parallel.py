@@ -76,6 +76,21 @@ def test_run_ranges_calls_every_range_once(n_workers):
     assert sorted(seen) == ranges
 
 
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_run_ranges_keeps_blas_to_one_thread_even_for_one_worker(n_workers):
+    """One worker means one thread: BLAS is limited inside, restored after."""
+    seen = []
+
+    def record(start, stop):
+        seen.append(_blas_threads())
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        run_ranges(record, [(0, 1), (1, 2)], n_workers)
+        assert _blas_threads() == before
+    assert seen == [[1] * len(before)] * 2
+
+
 def test_run_ranges_raises_what_a_worker_raises():
     def fail(start, stop):
         if start == 3:

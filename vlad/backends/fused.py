@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlad.backends.compiled import numba_kernels
+from vlad.core.aggregators.segments import raise_non_finite_result
 from vlad.core.assignment import raise_non_finite
 from vlad.core.parallel import balanced_ranges
 
@@ -79,6 +80,8 @@ def fused_residuals(
     chunk_rows = min(rows_per_chunk, row_stop - row_start)
     products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
     labels = np.empty(chunk_rows, dtype=np.intp)
+    # Non-finite sums cannot follow from finite distances; counted anyway.
+    status = np.zeros(1, dtype=np.int64)
     image = first
     for start in range(row_start, row_stop, rows_per_chunk):
         stop = min(start + rows_per_chunk, row_stop)
@@ -92,6 +95,8 @@ def fused_residuals(
             )
         image = kernels.add_rows(
             descriptors, labels, start, offsets, start, stop, image, centers,
-            sums, image_counts, residuals, counts,
+            sums, image_counts, residuals, counts, status,
         )  # fmt: skip
-    kernels.flush(centers, image, last, sums, image_counts, residuals, counts)
+    kernels.flush(centers, image, last, sums, image_counts, residuals, counts, status)
+    if status[0]:
+        raise_non_finite_result(descriptors[row_start:row_stop])

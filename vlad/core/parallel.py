@@ -211,10 +211,16 @@ def run_ranges(
     n_workers: int,
 ) -> None:
     """Call ``function(start, stop)`` for every range, on up to ``n_workers``
-    threads with single-threaded BLAS; errors propagate to the caller."""
+    threads with single-threaded BLAS; errors propagate to the caller.
+
+    One worker is one thread: BLAS is kept to one thread then too (its own
+    threads would spin between the small products of the chunks, competing
+    with the compiled loops for the same cores).
+    """
     if n_workers <= 1 or len(ranges) <= 1:
-        for start, stop in ranges:
-            function(start, stop)
+        with single_threaded_blas():
+            for start, stop in ranges:
+                function(start, stop)
         return
     with single_threaded_blas(), ThreadPoolExecutor(n_workers) as pool:
         for future in [pool.submit(function, start, stop) for start, stop in ranges]:
