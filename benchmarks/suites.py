@@ -49,6 +49,7 @@ from vlad.core.aggregators import aggregate, available_aggregators, choose_aggre
 from vlad.core.assignment import assign
 from vlad.core.encoding import encode
 from vlad.core.normalization import normalize
+from vlad.core.parallel import available_cores
 
 __all__ = [
     "ACCELERATOR_ROWS",
@@ -58,6 +59,7 @@ __all__ = [
     "benchmark_threads",
     "benchmark_workload",
     "settings_note",
+    "thread_counts_up_to",
 ]
 
 
@@ -308,10 +310,16 @@ def benchmark_sweep(
     return Sweep(rows, measurements, shape, notes)
 
 
+def thread_counts_up_to(cores: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to ``cores``, and ``cores`` itself."""
+    counts = [1 << power for power in range(cores.bit_length()) if 1 << power < cores]
+    return (*counts, cores)
+
+
 def benchmark_threads(
     problem: Problem,
     *,
-    thread_counts: Sequence[int] = (1, 2),
+    thread_counts: Sequence[int] | None = None,
     repeats: int = 5,
     max_seconds: float = MAX_SECONDS,
 ) -> Table:
@@ -326,7 +334,8 @@ def benchmark_threads(
     Parameters
     ----------
     problem : Problem
-    thread_counts : sequence of int, default=(1, 2)
+    thread_counts : sequence of int, optional
+        Default: 1, 2, 4, ... up to every available core.
     repeats, max_seconds
         As in :func:`benchmark_workload`.
 
@@ -334,6 +343,8 @@ def benchmark_threads(
     -------
     Table
     """
+    if thread_counts is None:
+        thread_counts = thread_counts_up_to(available_cores())
     descriptors, centers = problem.descriptors, problem.centers
     product = functools.partial(np.matmul, descriptors, centers.T)
 

@@ -18,6 +18,7 @@ from vlad.core.parallel import (
     SharedThreadLimit,
     available_cores,
     balanced_ranges,
+    limits_blas,
     resolve_n_jobs,
     run_ranges,
     workers_for,
@@ -77,8 +78,9 @@ def test_run_ranges_calls_every_range_once(n_workers):
 
 
 @pytest.mark.parametrize("n_workers", [1, 2])
-def test_run_ranges_keeps_blas_to_one_thread_even_for_one_worker(n_workers):
-    """One worker means one thread: BLAS is limited inside, restored after."""
+@pytest.mark.parametrize("limit_blas", [True, False])
+def test_run_ranges_keeps_blas_to_one_thread_when_asked(n_workers, limit_blas):
+    """BLAS is limited inside (even for one worker), and restored after."""
     seen = []
 
     def record(start, stop):
@@ -86,9 +88,15 @@ def test_run_ranges_keeps_blas_to_one_thread_even_for_one_worker(n_workers):
 
     with threadpool_limits(limits=2, user_api="blas"):
         before = _blas_threads()
-        run_ranges(record, [(0, 1), (1, 2)], n_workers)
+        run_ranges(record, [(0, 1), (1, 2)], n_workers, limit_blas=limit_blas)
         assert _blas_threads() == before
-    assert seen == [[1] * len(before)] * 2
+    assert seen == [[1 if limit_blas else 2] * len(before)] * 2
+
+
+def test_one_thread_in_all_or_one_blas_thread_per_worker():
+    assert limits_blas(n_threads=1, n_workers=1)  # n_jobs=1: one thread in all
+    assert limits_blas(n_threads=8, n_workers=8)  # one BLAS thread per worker
+    assert not limits_blas(n_threads=8, n_workers=1)  # small input: BLAS's own
 
 
 def test_run_ranges_raises_what_a_worker_raises():

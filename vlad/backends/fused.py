@@ -26,15 +26,21 @@ __all__ = ["ROWS_PER_BLOCK", "fused_residuals", "image_blocks"]
 ROWS_PER_BLOCK = 16_384
 
 
-def image_blocks(offsets: np.ndarray, n_clusters: int) -> list[tuple[int, int]]:
+def image_blocks(
+    offsets: np.ndarray, n_clusters: int, n_workers: int = 1
+) -> list[tuple[int, int]]:
     """Split images into contiguous blocks of about ``ROWS_PER_BLOCK`` rows.
 
     Each image also weighs ``n_clusters`` rows (writing its ``K`` result blocks),
-    so that many empty images still make several blocks.
+    so that many empty images still make several blocks. The number of blocks
+    is a multiple of ``n_workers``, so that (images allowing) the blocks of
+    equal weight end together instead of leaving all but one worker idle
+    while the last block runs.
     """
     n_images = offsets.shape[0] - 1
     weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
     n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
+    n_blocks = -(-n_blocks // n_workers) * n_workers
     return balanced_ranges(weights, n_blocks)
 
 

@@ -51,7 +51,13 @@ def aggregate_numba(
         )
         statuses.append(status[0])
 
-    run_ranges(aggregate_images, balanced_ranges(offsets, n_parts), n_parts)
+    # No BLAS in this pass: BLAS's threads are left as they are.
+    run_ranges(
+        aggregate_images,
+        balanced_ranges(offsets, n_parts),
+        n_parts,
+        limit_blas=False,
+    )
     if any(statuses):
         raise_non_finite_result(descriptors)
     return residuals
