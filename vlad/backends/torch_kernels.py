@@ -30,8 +30,11 @@ __all__ = [
     "residual_sums",
 ]
 
-#: Bound on a chunk's ``(rows, K)`` distances and ``(rows, F)`` residuals.
-CHUNK_BYTES = 32 << 20
+#: Bound on a chunk's ``(rows, K)`` distances and ``(rows, F)`` residuals, by
+#: device type: on the CPU small enough that the temporaries stay in cache
+#: (PyTorch hands large CPU blocks back to the system, and fresh pages cost
+#: more than the arithmetic), on a GPU large enough to amortise each launch.
+CHUNK_BYTES = {"cpu": 4 << 20, "cuda": 64 << 20}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,13 +81,16 @@ def nearest_centers(descriptors, scaled_centers_t, squared_norms):
     torch = import_torch()
     with full_float32_matmul():
         distances = torch.addmm(squared_norms, descriptors, scaled_centers_t)
-    labels = torch.argmin(distances, dim=1)
-    return labels, distances.gather(1, labels[:, None])[:, 0]
+    # The first minimum on ties, as vlad.assign.
+    nearest, labels = torch.min(distances, dim=1)
+    return labels, nearest
 
 
-def _rows_per_chunk(n_rows: int, n_clusters: int, n_features: int, itemsize: int):
-    widest = max(n_clusters, n_features) * itemsize
-    return max(1, min(n_rows, max(1024, CHUNK_BYTES // widest)))
+def _rows_per_chunk(descriptors, n_clusters: int) -> int:
+    n_rows, n_features = descriptors.shape
+    widest = max(n_clusters, n_features) * descriptors.element_size()
+    chunk_bytes = CHUNK_BYTES.get(descriptors.device.type, CHUNK_BYTES["cuda"])
+    return max(1, min(n_rows, max(1024, chunk_bytes // widest)))
 
 
 def residual_sums(
@@ -119,7 +125,7 @@ def residual_sums(
     finite = (
         None if labels is not None else torch.ones((), dtype=torch.bool, device=device)
     )
-    step = _rows_per_chunk(n_rows, n_clusters, n_features, descriptors.element_size())
+    step = _rows_per_chunk(descriptors, n_clusters)
     for start in range(0, n_rows, step):
         rows = descriptors[start : start + step]
         if labels is None:
