@@ -3,7 +3,10 @@ place, finds exact labels and keeps TF32 off for the distance product."""
 
 from __future__ import annotations
 
+import doctest
 import itertools
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,3 +240,21 @@ def test_bad_settings_get_a_clear_error(problem):
         vlad.TorchEncoder(codebook, aggregator="numba")
     with pytest.raises(TypeError, match="keep_on_device must be True or False"):
         vlad.TorchEncoder(codebook, keep_on_device=1)
+
+
+def test_the_pytorch_examples_of_the_docs_run():
+    """docs/accelerators.md shows its PyTorch examples as text (PyTorch is
+    optional): here they run, after the page's Python examples they build on."""
+    page = Path(__file__).resolve().parents[1] / "docs" / "accelerators.md"
+    blocks = re.findall(r"^```(python|text)\n(.*?)^```", page.read_text(), re.M | re.S)
+    examples = "\n".join(body for kind, body in blocks if kind == "python")
+    test = doctest.DocTestParser().get_doctest(examples, {}, page.name, str(page), 0)
+    runner = doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    runner.run(test, clear_globs=False)
+    assert runner.failures == 0
+    pytorch = [body for kind, body in blocks if kind == "text" and "torch" in body]
+    assert len(pytorch) == 2
+    for code in pytorch:
+        exec(compile(code, str(page), "exec"), test.globs)
