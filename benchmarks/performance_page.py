@@ -65,8 +65,12 @@ WHY = {
         "adds float32 rows into float64 sums"
     ),
     "jax": (
-        "on a CPU, padding, the host-device copy and XLA's own thread pool "
-        "dominate; it is meant for accelerators"
+        "on a CPU, JAX copies every chunk of rows into its own buffers and its "
+        "scatter-add is a serial loop; it is meant for accelerators"
+    ),
+    "torch": (
+        "`index_add_` of float32 residuals, formed in a temporary, with "
+        "PyTorch's own threads; it is there for models on a GPU"
     ),
     "masked": "it forms all N x K x F residuals",
 }

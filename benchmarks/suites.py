@@ -5,8 +5,8 @@
   aggregation and assignment floors;
 - :func:`benchmark_sweep`: the aggregation time of every aggregator against
   the number of descriptors;
-- :func:`benchmark_threads`: the product, assignment and encoding under each
-  BLAS thread limit.
+- :func:`benchmark_threads`: the product under each BLAS thread limit, and
+  assignment and encoding with as many worker threads (``n_jobs``).
 
 The single-image latency table is :func:`benchmarks.latency.benchmark_latency`.
 """
@@ -14,6 +14,7 @@ The single-image latency table is :func:`benchmarks.latency.benchmark_latency`.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,17 +45,21 @@ from benchmarks.workloads import (
     reference_residuals,
     skip_reason,
 )
-from vlad.core.aggregators import AGGREGATORS, available_aggregators, choose_aggregator
+from vlad.core.aggregators import aggregate, available_aggregators, choose_aggregator
 from vlad.core.assignment import assign
 from vlad.core.encoding import encode
 from vlad.core.normalization import normalize
+from vlad.core.parallel import available_cores
 
 __all__ = [
+    "ACCELERATOR_ROWS",
     "COLUMNS_NOTE",
+    "accelerator_encoders",
     "benchmark_sweep",
     "benchmark_threads",
     "benchmark_workload",
     "settings_note",
+    "thread_counts_up_to",
 ]
 
 
@@ -70,9 +75,12 @@ def benchmark_workload(
     """Every method on one workload, beside the two floors.
 
     Rows: the aggregation and assignment floors; :func:`vlad.assign`; every
-    available aggregator, called directly from :data:`vlad.AGGREGATORS` with
-    the labels (aggregation alone); the essay's four methods end to end; and
-    :func:`vlad.encode` end to end with the essay's normalisation.
+    available aggregator through :func:`vlad.aggregate` with the labels
+    (aggregation alone, validation included); the essay's four methods end
+    to end; :func:`vlad.encode` end to end with the essay's normalisation;
+    and the accelerator encoders that are installed
+    (:func:`accelerator_encoders`), on their default device, from host
+    arrays.
 
     Parameters
     ----------
@@ -126,7 +134,7 @@ def benchmark_workload(
             measure_or_record(
                 row,
                 functools.partial(
-                    AGGREGATORS[name], descriptors, labels, offsets, centers
+                    aggregate, descriptors, labels, offsets, centers, name
                 ),
                 skipped=skip_reason(
                     row, workload, slow=slow, memory_limit=memory_limit
@@ -163,6 +171,18 @@ def benchmark_workload(
             **options,
         )
     )
+    for row, encoder in accelerator_encoders(centers):
+        rows.append(
+            measure_or_record(
+                row,
+                functools.partial(encoder, problem.sets),
+                skipped=None,
+                group=ENCODE,
+                baseline=END_TO_END_FLOOR,
+                reference=vectors,
+                **options,
+            )
+        )
     auto = choose_aggregator(descriptors.shape[0], *centers.shape)
     notes = [
         f"`aggregate auto` chose `{auto}`.",
@@ -185,13 +205,31 @@ def settings_note(threads: int | None, repeats: int) -> str:
 
 #: How to read the columns of a workload table.
 COLUMNS_NOTE = (
-    "Aggregators are timed alone (labels given); `vlad.assign`, the essay's "
-    "methods and `vlad.encode` end to end (essay rows include "
+    "Aggregators are timed through `vlad.aggregate`, checks included, "
+    "labels given; `vlad.assign`, the essay's methods, `vlad.encode` and the "
+    "accelerator encoders end to end (essay rows include "
     "`MiniBatchKMeans.predict`). x floor: median over the median of the "
     "relevant floor (assignment + aggregation for end-to-end rows). "
     "peak MiB: largest NumPy allocation during one call, output included, "
     "input not. rel. error: max |result - float64 reference| / max |reference|."
 )
+
+
+#: Rows of the accelerator encoders, and the extra each needs.
+ACCELERATOR_ROWS = {"vlad.JaxEncoder": "jax", "vlad.TorchEncoder": "torch"}
+
+
+def accelerator_encoders(centers: np.ndarray) -> list[tuple[str, object]]:
+    """``(row, encoder)`` of each installed accelerator encoder, built on its
+    default device with the essay's normalisation."""
+    import vlad
+
+    encoders = []
+    for row, module in ACCELERATOR_ROWS.items():
+        if importlib.util.find_spec(module) is not None:
+            encoder_class = getattr(vlad, row.removeprefix("vlad."))
+            encoders.append((row, encoder_class(centers, **ESSAY_NORMALIZATION)))
+    return encoders
 
 
 def benchmark_sweep(
@@ -250,7 +288,7 @@ def benchmark_sweep(
             measurements[name].append(
                 measure_or_record(
                     name,
-                    functools.partial(AGGREGATORS[name], *arguments, problem.centers),
+                    functools.partial(aggregate, *arguments, problem.centers, name),
                     skipped=skip_reason(
                         f"aggregate {name}",
                         problem.workload,
@@ -263,33 +301,41 @@ def benchmark_sweep(
             )
     shape = f"F={n_features}, K={n_clusters}, L={n_descriptors} per image"
     notes = [
-        f"{shape}, float32 SIFT-like; median ns per descriptor of the "
-        "aggregation alone. `auto` runs the aggregator it chooses, so auto / best "
-        "is its dispatch overhead plus timing noise.",
+        f"{shape}, float32 SIFT-like; median ns per descriptor of "
+        "`vlad.aggregate` (checks included). `auto` runs the aggregator it "
+        "chooses, so auto / best is its dispatch overhead plus timing noise.",
         settings_note(threads, repeats),
     ]
     rows = [count * n_descriptors for count in n_images]
     return Sweep(rows, measurements, shape, notes)
 
 
+def thread_counts_up_to(cores: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to ``cores``, and ``cores`` itself."""
+    counts = [1 << power for power in range(cores.bit_length()) if 1 << power < cores]
+    return (*counts, cores)
+
+
 def benchmark_threads(
     problem: Problem,
     *,
-    thread_counts: Sequence[int] = (1, 2),
+    thread_counts: Sequence[int] | None = None,
     repeats: int = 5,
     max_seconds: float = MAX_SECONDS,
 ) -> Table:
-    """Time the product, assignment and encoding under each BLAS thread limit.
+    """Time the product under each BLAS thread limit, and assignment and
+    encoding with as many worker threads.
 
-    ``vlad.assign`` runs both with one worker (``n_jobs=1``, so the BLAS limit
-    decides) and with one worker per thread count; ``vlad.encode`` uses every
-    core for its own workers whatever the BLAS limit. Each row is compared
-    with the same operation's first row.
+    ``n_jobs`` is the whole thread count of a vlad call (each worker keeps
+    BLAS to one thread), so ``vlad.assign`` and ``vlad.encode`` run with
+    ``n_jobs`` = each thread count, beside the BLAS product with as many
+    threads. Each row is compared with the same operation's first row.
 
     Parameters
     ----------
     problem : Problem
-    thread_counts : sequence of int, default=(1, 2)
+    thread_counts : sequence of int, optional
+        Default: 1, 2, 4, ... up to every available core.
     repeats, max_seconds
         As in :func:`benchmark_workload`.
 
@@ -297,28 +343,26 @@ def benchmark_threads(
     -------
     Table
     """
+    if thread_counts is None:
+        thread_counts = thread_counts_up_to(available_cores())
     descriptors, centers = problem.descriptors, problem.centers
     product = functools.partial(np.matmul, descriptors, centers.T)
-    encoded = functools.partial(encode, problem.sets, centers, **ESSAY_NORMALIZATION)
 
     def assigned(n_jobs: int):
         return functools.partial(assign, descriptors, centers, n_jobs=n_jobs)
+
+    def encoded(n_jobs: int):
+        return functools.partial(
+            encode, problem.sets, centers, n_jobs=n_jobs, **ESSAY_NORMALIZATION
+        )
 
     def blas(count: int) -> str:
         return f"BLAS {count} thread{'s' if count > 1 else ''}"
 
     plan = [
         *((ASSIGNMENT_FLOOR, blas(n), n, product) for n in thread_counts),
-        *(
-            ("vlad.assign", f"n_jobs=1, {blas(n)}", n, assigned(1))
-            for n in thread_counts
-        ),
-        *(
-            ("vlad.assign", f"n_jobs={n}, BLAS 1 thread each", 1, assigned(n))
-            for n in thread_counts
-            if n > 1
-        ),
-        *((ENCODE_ROW, blas(n), n, encoded) for n in thread_counts),
+        *(("vlad.assign", f"n_jobs={n}", n, assigned(n)) for n in thread_counts),
+        *((ENCODE_ROW, f"n_jobs={n}", n, encoded(n)) for n in thread_counts),
     ]
     first: dict[str, str] = {}
     rows = []
@@ -338,13 +382,13 @@ def benchmark_threads(
             )
         )
     notes = [
-        "BLAS limited inside the process with threadpoolctl; median and min of up "
-        f"to {repeats} calls. vlad's own worker threads: `n_jobs` where given, "
-        "otherwise every available core.",
+        "The product's BLAS limited inside the process with threadpoolctl; "
+        "`vlad.assign` and `vlad.encode` run `n_jobs` worker threads with one "
+        f"BLAS thread each. Median and min of up to {repeats} calls.",
     ]
     return Table(
         f"threads {problem.workload.name}",
-        f"BLAS threads and vlad's workers: workload {problem.workload.name}",
+        f"BLAS threads and n_jobs: workload {problem.workload.name}",
         rows,
         notes,
         ratio_label="x first row",

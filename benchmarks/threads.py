@@ -48,11 +48,7 @@ def measure_in_this_process(size: str, repeats: int) -> dict[str, list[float]]:
     functions = {
         "vlad.assign": functools.partial(vlad.assign, descriptors, centers),
         "aggregate auto": functools.partial(
-            vlad.AGGREGATORS["auto"],
-            descriptors,
-            problem.labels,
-            problem.offsets,
-            centers,
+            vlad.aggregate, descriptors, problem.labels, problem.offsets, centers
         ),
         ENCODE_ROW: functools.partial(
             vlad.encode,

@@ -23,7 +23,7 @@ DTYPES = [np.float32, np.float64]
 
 def aggregator_param(name: str):
     """A pytest param for an aggregator, skipped when its dependency is missing."""
-    requires = {"numba": "numba", "jax": "jax"}.get(name)
+    requires = {"numba": "numba", "jax": "jax", "torch": "torch"}.get(name)
     missing = requires is not None and importlib.util.find_spec(requires) is None
     return pytest.param(
         name, marks=pytest.mark.skipif(missing, reason=f"{requires} not installed")

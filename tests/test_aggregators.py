@@ -14,12 +14,12 @@ from conftest import (
     ragged_problems,
     reference_residuals,
 )
-from hypothesis import given
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import vlad
 from vlad.core.aggregators import (
     choose_aggregator,
-    jax_kernel,
     resolve_aggregator,
     segments,
 )
@@ -206,6 +206,39 @@ def test_callable_method_is_used():
     assert np.all(result == 0)
 
 
+@pytest.mark.parametrize("method", ALL)
+@given(
+    problem=ragged_problems(),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+    position=st.integers(0, 10**6),
+)
+def test_non_finite_descriptors_get_a_clear_error(method, problem, bad, position):
+    """The sums are checked instead of the descriptors: a NaN or inf anywhere,
+    in any image and centre, still gives the error."""
+    descriptors, labels, offsets, centers = problem
+    assume(descriptors.size > 0)
+    descriptors = descriptors.copy()
+    descriptors.flat[position % descriptors.size] = bad
+    with pytest.raises(ValueError, match=r"descriptors contains? .*NaN or infinite"):
+        vlad.aggregate(descriptors, labels, offsets, centers, aggregator=method)
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_sums_too_large_for_float32_get_a_clear_error(method):
+    descriptors = np.full((2, 3), 3e38, np.float32)
+    with pytest.raises(ValueError, match=r"residual sums .*overflow"):
+        vlad.aggregate(descriptors, [0, 0], [0, 2], np.zeros((1, 3)), method)
+
+
+def test_callable_aggregator_gets_its_input_checked():
+    def zeros(descriptors, labels, offsets, centers):
+        return np.zeros((len(offsets) - 1, *centers.shape), descriptors.dtype)
+
+    descriptors = np.array([[1.0, np.nan, 0.0], [0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="descriptors contains 1 NaN"):
+        vlad.aggregate(descriptors, [0, 0], [0, 2], np.ones((1, 3)), zeros)
+
+
 def test_auto_resolves_to_an_available_aggregator():
     name = choose_aggregator(10_000, 64, 128)
     assert name in vlad.available_aggregators() and name != "auto"
@@ -259,6 +292,17 @@ def test_missing_jax_gives_install_hint(monkeypatch):
         )
 
 
+def test_missing_torch_gives_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[torch\]'"):
+        vlad.aggregate(
+            np.ones((2, 2)), [0, 0], [0, 2], np.ones((1, 2)), aggregator="torch"
+        )
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[torch\]'"):
+        vlad.TorchEncoder(np.ones((1, 2)))
+    assert "torch" not in vlad.available_aggregators()
+
+
 @pytest.mark.parametrize("method", ["numba", "auto"])
 def test_missing_numba_gives_install_hint(method, monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)
@@ -274,21 +318,27 @@ def test_missing_numba_gives_install_hint(method, monkeypatch):
         vlad.encode([arguments[0]], arguments[3], aggregator=method)
 
 
-def test_jax_compiles_once_per_bucket():
+def test_jax_compiles_once_per_size_class():
     pytest.importorskip("jax")
+    from vlad.backends import jax_kernels
+
     centers = np.ones((4, 8), np.float32)
-    kernel = jax_kernel._residual_segment_sum()
-    for n_rows, n_images in [(100, 3), (700, 3), (1000, 4)]:
+    kernels = (jax_kernels.aggregate_one_chunk(),)
+    for n_rows, n_images in [(100, 3), (200, 3), (250, 4)]:  # one size class
         descriptors = np.ones((n_rows, 8), np.float32)
         offsets = np.linspace(0, n_rows, n_images + 1).astype(np.int64)
-        vlad.aggregate(descriptors, np.zeros(n_rows, int), offsets, centers, "jax")
+        result = vlad.aggregate(
+            descriptors, np.zeros(n_rows, int), offsets, centers, "jax"
+        )
+        np.testing.assert_array_equal(result, aggregate_loop_sums(offsets, centers))
         if n_rows == 100:
-            compiled = kernel._cache_size()
-    assert kernel._cache_size() == compiled
+            compiled = [kernel._cache_size() for kernel in kernels]
+    assert [kernel._cache_size() for kernel in kernels] == compiled
 
 
-@pytest.mark.parametrize(
-    ("n", "bucket"), [(0, 1024), (1, 1024), (1024, 1024), (1025, 2048)]
-)
-def test_jax_bucket_sizes(n, bucket):
-    assert jax_kernel.bucket_size(n, jax_kernel.MIN_ROW_BUCKET) == bucket
+def aggregate_loop_sums(offsets, centers):
+    """Residual sums of all-ones descriptors labelled 0: each image's count
+    times ``1 - centers[0]`` in its first block."""
+    expected = np.zeros((len(offsets) - 1, *centers.shape), np.float32)
+    expected[:, 0] = np.diff(offsets)[:, None] * (1 - centers[0])
+    return expected

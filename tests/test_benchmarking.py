@@ -1,5 +1,6 @@
 """Tests of the benchmark harness, at tiny sizes (no speed is asserted here)."""
 
+import importlib.util
 import time
 
 import numpy as np
@@ -186,6 +187,11 @@ def test_workload_table_has_every_row(table):
         *(f"aggregate {name}" for name in vlad.available_aggregators()),
         *(f"essay {name}" for name in ESSAY_METHODS),
         ENCODE_ROW,
+        *(
+            row
+            for row, module in suites.ACCELERATOR_ROWS.items()
+            if importlib.util.find_spec(module) is not None
+        ),
     ]
     assert row_names(table) == expected
     for row in table.rows:
@@ -208,7 +214,7 @@ def test_workload_table_compares_rows_with_their_floors(table):
     assert table.ratio(encoded) == pytest.approx(
         encoded.median / (aggregation + assignment)
     )
-    best = min(table.rows[-5:-1], key=lambda m: m.median)
+    best = min((m for m in table.rows if m.group == "essay"), key=lambda m: m.median)
     assert table.essay_best() is best
     assert table.speedup(encoded) == pytest.approx(best.median / encoded.median)
     assert table.speedup(table.row("aggregate auto")) is None
@@ -275,14 +281,13 @@ def test_thread_study_compares_with_the_first_row(single):
     assert row_names(study) == [
         f"{ASSIGNMENT_FLOOR} [BLAS 1 thread]",
         f"{ASSIGNMENT_FLOOR} [BLAS 2 threads]",
-        "vlad.assign [n_jobs=1, BLAS 1 thread]",
-        "vlad.assign [n_jobs=1, BLAS 2 threads]",
-        "vlad.assign [n_jobs=2, BLAS 1 thread each]",
-        f"{ENCODE_ROW} [BLAS 1 thread]",
-        f"{ENCODE_ROW} [BLAS 2 threads]",
+        "vlad.assign [n_jobs=1]",
+        "vlad.assign [n_jobs=2]",
+        f"{ENCODE_ROW} [n_jobs=1]",
+        f"{ENCODE_ROW} [n_jobs=2]",
     ]
-    one = study.row("vlad.assign [n_jobs=1, BLAS 1 thread]")
-    workers = study.row("vlad.assign [n_jobs=2, BLAS 1 thread each]")
+    one = study.row("vlad.assign [n_jobs=1]")
+    workers = study.row("vlad.assign [n_jobs=2]")
     assert study.ratio(one) == pytest.approx(1.0)
     assert study.ratio(workers) == pytest.approx(workers.median / one.median)
 

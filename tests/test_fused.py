@@ -65,6 +65,15 @@ def test_many_small_images_make_several_blocks():
     assert len(image_blocks(offsets, 64)) > 4
 
 
+@pytest.mark.parametrize("n_workers", [1, 2, 3, 16])
+def test_blocks_come_in_multiples_of_the_workers(n_workers):
+    offsets = np.arange(0, 1_000_001, 1000)
+    blocks = image_blocks(offsets, 64, n_workers)
+    assert len(blocks) % n_workers == 0 and len(blocks) >= 65
+    sizes = [offsets[b] - offsets[a] for a, b in blocks]
+    assert max(sizes) - min(sizes) <= 1000
+
+
 def test_encode_uses_the_fused_path_and_agrees_with_the_staged_one():
     sets = vlad.datasets.make_descriptor_sets(300, 150, 32, ragged=True, seed=5)
     centers = vlad.fit_codebook(sets, 16, seed=0).centers

@@ -1,16 +1,23 @@
-"""JaxEncoder: the jitted end-to-end path equals the NumPy pipeline."""
+"""JaxEncoder and the jax aggregator: the chunked, blocked JAX path equals the
+NumPy pipeline, labels are exact, and the distance product asks for full
+float32 precision."""
 
 from __future__ import annotations
 
-import itertools
+import re
 import sys
 
 import numpy as np
 import pytest
 from conftest import DTYPES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from photo_descriptors import photo_problem
 
 import vlad
-from vlad.backends import jax_encoder as jax_encoding
+from vlad.backends import jax_kernels, layout
+from vlad.backends.jax_batches import plan_batch
+from vlad.core.aggregators.loop import aggregate_loop
 
 jax = pytest.importorskip("jax")
 
@@ -21,19 +28,108 @@ def problem():
     return sets, vlad.fit_codebook(sets, 6, seed=0)
 
 
+def assert_vectors_equal(result, expected, tolerance=1e-5):
+    assert result.shape == expected.shape and result.dtype == expected.dtype
+    np.testing.assert_allclose(result, expected, rtol=0, atol=tolerance)
+
+
+# Each setting compiles its own kernel (about 0.5 s): every step on and off,
+# not every combination (tests/test_torch_encoding.py runs all 16).
 @pytest.mark.parametrize(
     ("power", "intra", "l2", "mass"),
-    list(itertools.product([1.0, 0.5], [False, True], [False, True], [False, True])),
+    [
+        (1.0, False, False, False),
+        (1.0, True, True, False),
+        (0.5, False, True, True),
+        (0.5, True, False, False),
+        (0.5, True, True, True),
+    ],
 )
 def test_equals_encode(problem, power, intra, l2, mass):
     sets, codebook = problem
     options = {"power": power, "intra": intra, "l2": l2, "mass": mass}
     expected = vlad.encode(sets, codebook, **options)
     result = vlad.JaxEncoder(codebook, **options)(sets)
-    assert result.dtype == np.float32 and result.shape == expected.shape
-    atol = 1e-5 * np.abs(expected).max()
-    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=atol)
+    scale = np.abs(expected).max()
+    assert_vectors_equal(result, expected, 1e-5 * scale)
     assert np.all(result[sets.lengths == 0] == 0)
+
+
+# Few examples of few shapes: each new shape class compiles (about 0.3 s).
+@settings(max_examples=15)
+@given(
+    lengths=st.lists(st.integers(0, 200), min_size=1, max_size=6),
+    n_clusters=st.sampled_from([1, 7]),
+    seed=st.integers(0, 2**16),
+)
+def test_ragged_sets_equal_encode(lengths, n_clusters, seed):
+    rng = np.random.default_rng(seed)
+    arrays = [
+        rng.gamma(1.0, 1.0, (length, 12)).astype(np.float32) for length in lengths
+    ]
+    sets = vlad.DescriptorSets.from_list(arrays, n_features=12)
+    centers = rng.gamma(1.0, 1.0, (n_clusters, 12)).astype(np.float32)
+    expected = vlad.encode(sets, centers)
+    assert_vectors_equal(vlad.JaxEncoder(centers)(sets), expected)
+
+
+def test_many_chunks_equal_encode(problem, monkeypatch):
+    """Chunks of 256 rows: full chunks, an overlapping last chunk, images that
+    straddle chunks."""
+    sets, codebook = problem
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 256 * 16 * 4)
+    plan = plan_batch(sets.offsets, 16, 4, 6)
+    assert plan.chunk_rows == 256 and len(plan.chunks) > 3
+    assert plan.chunks[-1][1] > 0  # the last chunk overlaps
+    for options in ({}, {"mass": True, "power": 0.5}):
+        expected = vlad.encode(sets, codebook, **options)
+        assert_vectors_equal(vlad.JaxEncoder(codebook, **options)(sets), expected)
+    labels = vlad.assign(sets.descriptors, codebook.centers)
+    residuals = vlad.aggregate(
+        sets.descriptors, labels, sets.offsets, codebook.centers, "jax"
+    )
+    reference = aggregate_loop(
+        sets.descriptors.astype(np.float64),
+        labels,
+        sets.offsets,
+        codebook.centers.astype(np.float64),
+    )
+    np.testing.assert_allclose(residuals, reference, rtol=1e-5, atol=1e-4)
+
+
+def test_one_real_photo_equals_encode():
+    descriptors, codebook = photo_problem()
+    expected = vlad.encode([descriptors], codebook)
+    assert_vectors_equal(vlad.JaxEncoder(codebook)([descriptors]), expected)
+
+
+def test_labels_equal_assign():
+    descriptors, codebook = photo_problem()
+    synthetic = vlad.datasets.make_descriptor_sets(20, 500, 128, seed=3).descriptors
+    for x, centers in [
+        (descriptors, codebook.centers),
+        (synthetic, synthetic[::97][:64]),
+    ]:
+        arrays = (x, np.ascontiguousarray(-2 * centers.T), (centers**2).sum(1))
+        labels, _ = jax.jit(jax_kernels.nearest_centers)(*arrays)
+        np.testing.assert_array_equal(np.asarray(labels), vlad.assign(x, centers))
+
+
+def test_distance_product_asks_for_highest_precision(problem):
+    sets, codebook = problem
+    centers = codebook.centers
+    plan = plan_batch(sets.offsets, 16, 4, 6)
+    state = jax_kernels.zero_state(plan.n_segments, 16, np.float32)
+    chunk = np.zeros((plan.chunk_rows, 16), np.float32)
+    arrays = (centers, np.ascontiguousarray(-2 * centers.T), (centers**2).sum(1))
+    text = (
+        jax_kernels.encode_chunk()
+        .lower(state, chunk, 0, 0, plan.layout, arrays)
+        .as_text()
+    )
+    products = [line for line in text.splitlines() if "dot_general" in line]
+    assert len(products) == 1
+    assert re.search(r"precision = \[HIGHEST, HIGHEST\]", products[0])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -41,39 +137,59 @@ def test_dtype_follows_the_descriptors(problem, dtype):
     sets, codebook = problem
     sets = vlad.DescriptorSets(sets.descriptors.astype(dtype), sets.offsets)
     result = vlad.JaxEncoder(codebook)(sets)
-    assert result.dtype == dtype
     expected = vlad.encode(sets, codebook)
     tolerance = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(result, expected, rtol=tolerance, atol=tolerance)
+    assert_vectors_equal(result, expected, tolerance)
+    assert not jax.config.jax_enable_x64  # float64 did not leave 64-bit mode on
 
 
 def test_float32_accuracy_when_one_image_is_huge():
+    """300,000 descriptors in one image, summed in float32 by blocks: within
+    1e-5 of the float64 loop reference, for the encoder and the aggregator."""
     rng = np.random.default_rng(1)
     descriptors = rng.gamma(0.5, 40.0, size=(300_000, 8)).astype(np.float32)
     centers = descriptors[::100_000][:3].copy()
-    options = {"power": 1.0, "intra": False, "l2": False}
-    result = vlad.JaxEncoder(centers, **options)([descriptors])
-    expected = vlad.encode([descriptors.astype(np.float64)], centers, **options)
-    error = np.linalg.norm(result - expected) / np.linalg.norm(expected)
-    assert error <= 1e-6
+    labels = vlad.assign(descriptors, centers)
+    offsets = np.array([0, descriptors.shape[0]])
+    reference = aggregate_loop(
+        descriptors.astype(np.float64), labels, offsets, centers.astype(np.float64)
+    ).reshape(1, -1)
+    raw = {"power": 1.0, "intra": False, "l2": False}
+    encoded = vlad.JaxEncoder(centers, **raw)([descriptors])
+    aggregated = vlad.aggregate(descriptors, labels, offsets, centers, "jax")
+    for result in (encoded, aggregated.reshape(1, -1)):
+        error = np.linalg.norm(result - reference) / np.linalg.norm(reference)
+        assert error <= 1e-5
 
 
-def test_float32_descriptors_with_a_float64_codebook(problem):
+def test_keep_on_device_returns_the_same_vectors_as_a_jax_array(problem):
     sets, codebook = problem
-    result = vlad.JaxEncoder(codebook.centers.astype(np.float64))(sets)
-    assert result.dtype == np.float32
+    on_device = vlad.JaxEncoder(codebook, keep_on_device=True)(sets)
+    assert isinstance(on_device, jax.Array) and on_device.shape == (30, 96)
+    np.testing.assert_array_equal(
+        np.asarray(on_device), vlad.JaxEncoder(codebook)(sets)
+    )
 
 
-def test_compiles_once_per_bucket(problem):
+def test_compiles_once_per_size_class(problem):
     sets, codebook = problem
     encoder = vlad.JaxEncoder(codebook)
-    kernel = jax_encoding._encode_padded()
+    kernel = jax_kernels.encode_one_chunk()
     encoder(vlad.DescriptorSets(sets.descriptors[:100], [0, 50, 100]))
     compiled = kernel._cache_size()
-    for n_rows, n_images in [(200, 2), (1000, 2), (30, 2)]:  # one bucket
+    for n_rows, n_images in [(200, 2), (256, 2), (30, 2)]:  # one size class
         offsets = np.linspace(0, n_rows, n_images + 1).astype(np.int64)
         encoder(vlad.DescriptorSets(sets.descriptors[:n_rows], offsets))
     assert kernel._cache_size() == compiled
+
+
+def test_no_images_and_empty_images(problem):
+    _, codebook = problem
+    encoder = vlad.JaxEncoder(codebook)
+    empty = vlad.DescriptorSets(np.empty((0, 16), np.float32), [0])
+    assert encoder(empty).shape == (0, 96)
+    blank = vlad.DescriptorSets(np.empty((0, 16), np.float32), [0, 0, 0])
+    np.testing.assert_array_equal(encoder(blank), np.zeros((2, 96), np.float32))
 
 
 @pytest.mark.parametrize(
@@ -81,12 +197,21 @@ def test_compiles_once_per_bucket(problem):
     [
         ([np.ones((3, 5), np.float32)], "descriptors have 5 features but"),
         ([np.full((2, 16), np.nan, np.float32)], "NaN or infinite"),
+        ([np.full((2, 16), 1e37, np.float32)], "overflow"),
     ],
 )
 def test_bad_input_gets_a_clear_error(problem, sets, message):
     _, codebook = problem
     with pytest.raises(ValueError, match=message):
         vlad.JaxEncoder(codebook)(sets)
+
+
+def test_bad_settings_get_a_clear_error(problem):
+    _, codebook = problem
+    with pytest.raises(ValueError, match="aggregator must be 'auto' or 'jax'"):
+        vlad.JaxEncoder(codebook, aggregator="numba")
+    with pytest.raises(TypeError, match="keep_on_device must be True or False"):
+        vlad.JaxEncoder(codebook, keep_on_device="yes")
 
 
 def test_missing_jax_gives_install_hint(problem, monkeypatch):

@@ -18,6 +18,7 @@ from vlad.core.parallel import (
     SharedThreadLimit,
     available_cores,
     balanced_ranges,
+    limits_blas,
     resolve_n_jobs,
     run_ranges,
     workers_for,
@@ -74,6 +75,28 @@ def test_run_ranges_calls_every_range_once(n_workers):
     ranges = [(0, 3), (3, 5), (5, 9), (9, 10)]
     run_ranges(record, ranges, n_workers)
     assert sorted(seen) == ranges
+
+
+@pytest.mark.parametrize("n_workers", [1, 2])
+@pytest.mark.parametrize("limit_blas", [True, False])
+def test_run_ranges_keeps_blas_to_one_thread_when_asked(n_workers, limit_blas):
+    """BLAS is limited inside (even for one worker), and restored after."""
+    seen = []
+
+    def record(start, stop):
+        seen.append(_blas_threads(process_wide=True))
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads(process_wide=True)
+        run_ranges(record, [(0, 1), (1, 2)], n_workers, limit_blas=limit_blas)
+        assert _blas_threads(process_wide=True) == before
+    assert seen == [[1 if limit_blas else 2] * len(before)] * 2
+
+
+def test_one_thread_in_all_or_one_blas_thread_per_worker():
+    assert limits_blas(n_threads=1, n_workers=1)  # n_jobs=1: one thread in all
+    assert limits_blas(n_threads=8, n_workers=8)  # one BLAS thread per worker
+    assert not limits_blas(n_threads=8, n_workers=1)  # small input: BLAS's own
 
 
 def test_run_ranges_raises_what_a_worker_raises():
@@ -141,9 +164,16 @@ def test_a_failing_block_still_restores_the_setting():
     assert state["lowered"] == 2
 
 
-def _blas_threads() -> list[int]:
-    return [info["num_threads"] for info in ThreadpoolController().info()
-            if info["user_api"] == "blas"]  # fmt: skip
+def _blas_threads(process_wide: bool = False) -> list[int]:
+    """Threads of each loaded BLAS; with ``process_wide``, only those whose
+    setting is the process's (an OpenMP BLAS, such as the one faiss loads,
+    keeps a setting per thread, so a worker thread sees its own default)."""
+    return [
+        info["num_threads"]
+        for info in ThreadpoolController().info()
+        if info["user_api"] == "blas"
+        and not (process_wide and info.get("threading_layer") == "openmp")
+    ]
 
 
 def _overlapping(calls, stagger: float = 0.0):

@@ -9,8 +9,9 @@ descriptors (:func:`extract_sift`, :class:`SiftOptions`) and whole folders
 (:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`).
 Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
-:class:`VLADEncoder`, :class:`SIFTExtractor`. JAX (:mod:`vlad.backends`):
-:class:`JaxEncoder`.
+:class:`VLADEncoder`, :class:`SIFTExtractor`. Accelerators
+(:mod:`vlad.backends`): :class:`JaxEncoder` (JAX), :class:`TorchEncoder`
+(PyTorch) and the trainable layer :class:`vlad.backends.torch_layer.NetVLAD`.
 """
 
 import importlib
@@ -18,6 +19,7 @@ import importlib
 from vlad import datasets
 from vlad._version import __version__
 from vlad.backends.jax_encoder import JaxEncoder
+from vlad.backends.torch_encoder import TorchEncoder
 from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
 from vlad.core.assignment import assign
 from vlad.core.codebook import Codebook, fit_codebook
@@ -48,6 +50,7 @@ __all__ = [
     "JaxEncoder",
     "SIFTExtractor",
     "SiftOptions",
+    "TorchEncoder",
     "VLADEncoder",
     "__version__",
     "aggregate",

@@ -74,11 +74,12 @@ class Aggregate(_Benchmark):
         self.skip_if_slow(f"aggregate {aggregator}")
         problem = self.problem
         self.aggregate = functools.partial(
-            vlad.AGGREGATORS[aggregator],
+            vlad.aggregate,
             problem.descriptors,
             problem.labels,
             problem.offsets,
             problem.centers,
+            aggregator,
         )
         self.aggregate()  # compiles numba and JAX kernels
 

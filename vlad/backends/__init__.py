@@ -3,6 +3,9 @@
 - :mod:`vlad.backends.compiled`: loads the numba kernels on first use;
 - :mod:`vlad.backends.numba_kernels`: the compiled loops themselves;
 - :mod:`vlad.backends.fused`: assignment and aggregation fused in one pass;
-- :mod:`vlad.backends.jax_runtime` and :mod:`vlad.backends.jax_encoder`: JAX,
-  and :class:`vlad.JaxEncoder`, end to end on a device.
+- :mod:`vlad.backends.layout`: how the device back-ends cut a batch into
+  chunks of rows and summation blocks;
+- :mod:`vlad.backends.jax_runtime`, :mod:`vlad.backends.jax_kernels`,
+  :mod:`vlad.backends.jax_batches` and :mod:`vlad.backends.jax_encoder`: JAX,
+  its jitted kernels, the host side of a batch, and :class:`vlad.JaxEncoder`.
 """

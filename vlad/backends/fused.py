@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlad.backends.compiled import numba_kernels
+from vlad.core.aggregators.segments import raise_non_finite_result
 from vlad.core.assignment import raise_non_finite
 from vlad.core.parallel import balanced_ranges
 
@@ -25,15 +26,21 @@ __all__ = ["ROWS_PER_BLOCK", "fused_residuals", "image_blocks"]
 ROWS_PER_BLOCK = 16_384
 
 
-def image_blocks(offsets: np.ndarray, n_clusters: int) -> list[tuple[int, int]]:
+def image_blocks(
+    offsets: np.ndarray, n_clusters: int, n_workers: int = 1
+) -> list[tuple[int, int]]:
     """Split images into contiguous blocks of about ``ROWS_PER_BLOCK`` rows.
 
     Each image also weighs ``n_clusters`` rows (writing its ``K`` result blocks),
-    so that many empty images still make several blocks.
+    so that many empty images still make several blocks. The number of blocks
+    is a multiple of ``n_workers``, so that (images allowing) the blocks of
+    equal weight end together instead of leaving all but one worker idle
+    while the last block runs.
     """
     n_images = offsets.shape[0] - 1
     weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
     n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
+    n_blocks = -(-n_blocks // n_workers) * n_workers
     return balanced_ranges(weights, n_blocks)
 
 
@@ -79,6 +86,8 @@ def fused_residuals(
     chunk_rows = min(rows_per_chunk, row_stop - row_start)
     products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
     labels = np.empty(chunk_rows, dtype=np.intp)
+    # Non-finite sums cannot follow from finite distances; counted anyway.
+    status = np.zeros(1, dtype=np.int64)
     image = first
     for start in range(row_start, row_stop, rows_per_chunk):
         stop = min(start + rows_per_chunk, row_stop)
@@ -92,6 +101,8 @@ def fused_residuals(
             )
         image = kernels.add_rows(
             descriptors, labels, start, offsets, start, stop, image, centers,
-            sums, image_counts, residuals, counts,
+            sums, image_counts, residuals, counts, status,
         )  # fmt: skip
-    kernels.flush(centers, image, last, sums, image_counts, residuals, counts)
+    kernels.flush(centers, image, last, sums, image_counts, residuals, counts, status)
+    if status[0]:
+        raise_non_finite_result(descriptors[row_start:row_stop])

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends.jax_runtime import MIN_ROW_BUCKET, bucket_size, import_jax
-from vlad.core.aggregators.segments import image_of_rows
+from vlad.backends import jax_kernels
+from vlad.backends.jax_batches import (
+    host_chunks,
+    plan_batch,
+    precision_scope,
+    raise_unless_finite,
+)
+from vlad.backends.jax_runtime import import_jax
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
-from vlad.core.normalization import NORM_FLOOR
 from vlad.core.options import EncodingOptions
 from vlad.core.validation import check_n_features
 
@@ -21,13 +25,18 @@ __all__ = ["JaxEncoder"]
 
 
 class JaxEncoder:
-    """Assign, aggregate and normalise in one jitted JAX computation.
+    """Assign, aggregate and normalise on a JAX device (GPU, TPU or CPU).
 
-    The codebook is moved to the device once, at construction; each call moves
-    its batch of descriptors once and brings back only the vectors. Row and
-    image counts are padded to power-of-two buckets, so a new batch size
-    compiles at most once per bucket. Residuals are summed and normalised in
-    float64. Results equal :func:`vlad.encode`'s up to float rounding.
+    The codebook moves to the device once, at construction. Each call sends
+    the descriptors a chunk of rows at a time, straight from the caller's
+    array (each transfer overlaps the previous chunk's work), finds the
+    nearest centres with the distance product at full float32 precision
+    (``jax.lax.Precision.HIGHEST``: never TF32), sums the residuals in float32
+    by blocks of at most 4096 rows, and brings back only the vectors (or
+    leaves them on the device). Chunk, image and block counts are rounded to
+    powers of two, so the kernels compile once per size class, not per batch.
+    Labels are :func:`vlad.assign`'s and vectors equal :func:`vlad.encode`'s
+    up to float rounding.
 
     Parameters
     ----------
@@ -37,6 +46,9 @@ class JaxEncoder:
         JAX, so its ``aggregator`` must be ``"auto"`` or ``"jax"``.
     device : jax.Device, optional
         Where to compute; JAX's default device (the first GPU if any) otherwise.
+    keep_on_device : bool, default=False
+        Return the vectors as a ``jax.Array`` on ``device`` (for a search that
+        follows there) instead of a NumPy array.
     **settings
         Fields of :class:`vlad.EncodingOptions` replacing those of ``options``.
 
@@ -44,6 +56,8 @@ class JaxEncoder:
     ----------
     options : EncodingOptions
         The settings in use.
+    n_clusters, n_features : int
+        The codebook's shape.
 
     Raises
     ------
@@ -55,6 +69,7 @@ class JaxEncoder:
     See Also
     --------
     vlad.encode : The NumPy pipeline this reproduces.
+    vlad.TorchEncoder : The same with PyTorch.
 
     Examples
     --------
@@ -72,6 +87,7 @@ class JaxEncoder:
         options: EncodingOptions | None = None,
         *,
         device: Any = None,
+        keep_on_device: bool = False,
         **settings,
     ):
         self.options = EncodingOptions.resolve(options, **settings)
@@ -80,103 +96,104 @@ class JaxEncoder:
                 "JaxEncoder sums residuals with JAX: its aggregator must be 'auto' "
                 f"or 'jax'; got {self.options.aggregator_name!r}"
             )
-        jax = import_jax()
-        centers = as_centers(codebook)
+        if not isinstance(keep_on_device, (bool, np.bool_)):
+            raise TypeError(
+                f"keep_on_device must be True or False; got {keep_on_device!r}"
+            )
+        import_jax()
+        self._centers = as_centers(codebook)
         self._device = device
-        with jax.enable_x64(True):
-            self._centers = {
-                dtype: jax.device_put(centers.astype(dtype), device)
-                for dtype in (np.dtype(np.float32), np.dtype(np.float64))
-            }
-        self.n_clusters, self.n_features = centers.shape
+        self._codebooks: dict[np.dtype, tuple] = {}
+        self.keep_on_device = bool(keep_on_device)
+        self.n_clusters, self.n_features = self._centers.shape
+        self._codebook(np.dtype(np.float32))
+
+    def _codebook(self, dtype: np.dtype) -> tuple:
+        """``(centers, -2 centers.T, |c|^2)`` in ``dtype`` on the device."""
+        if dtype not in self._codebooks:
+            jax = import_jax()
+            centers = self._centers.astype(dtype)
+            arrays = (
+                centers,
+                np.ascontiguousarray(-2.0 * centers.T),
+                np.einsum("kf,kf->k", centers, centers),
+            )
+            with precision_scope(dtype):
+                self._codebooks[dtype] = jax.device_put(arrays, self._device)
+        return self._codebooks[dtype]
 
     def __call__(
         self, descriptor_sets: DescriptorSets | Sequence[ArrayLike] | np.ndarray
-    ) -> np.ndarray:
+    ) -> Any:
         """VLAD vectors of a batch, shape (n_images, n_clusters * n_features).
 
         Parameters
         ----------
         descriptor_sets : DescriptorSets, list of (L_t, F) arrays or (T, L, F) array
-            float64 descriptors give float64 vectors, others float32 (as
-            :func:`vlad.encode`).
+            float64 descriptors give float64 vectors (computed in JAX's 64-bit
+            mode), others float32 (as :func:`vlad.encode`).
+
+        Returns
+        -------
+        vectors : ndarray or jax.Array of shape (n_images, n_clusters * n_features)
+            A ``jax.Array`` on the device when ``keep_on_device`` is set.
 
         Raises
         ------
         ValueError
             Dimension mismatch, or NaN/inf descriptors.
         """
-        jax = import_jax()
         sets = as_descriptor_sets(descriptor_sets)
         check_n_features(sets.n_features, self.n_features)
-        n_images, n_rows = len(sets), sets.descriptors.shape[0]
-        padded_images = bucket_size(n_images)
-        padded_rows = bucket_size(n_rows, MIN_ROW_BUCKET)
-        descriptors = np.zeros((padded_rows, self.n_features), dtype=sets.dtype)
-        descriptors[:n_rows] = sets.descriptors
-        images = np.full(padded_rows, padded_images, dtype=np.int32)
-        images[:n_rows] = image_of_rows(sets.offsets)
-        with jax.enable_x64(True):
-            descriptors, images = jax.device_put((descriptors, images), self._device)
-            vectors, finite = _encode_padded()(
-                descriptors,
-                images,
-                self._centers[sets.dtype],
-                n_images=padded_images,
-                power=self.options.power,
-                intra=self.options.intra,
-                l2=self.options.l2,
-                mass=self.options.mass,
-            )
-            if not bool(finite):
-                raise ValueError("descriptors contain NaN or infinite values")
-            return np.asarray(vectors[:n_images])
-
-
-@functools.cache
-def _encode_padded():
-    """The jitted end-to-end kernel, built on first use."""
-    jax = import_jax()
-    jnp = jax.numpy
-
-    @functools.partial(
-        jax.jit, static_argnames=("n_images", "power", "intra", "l2", "mass")
-    )
-    def encode_padded(
-        descriptors, images, centers, *, n_images, power, intra, l2, mass
-    ):
-        n_clusters, n_features = centers.shape
-        distances = descriptors @ (-2.0 * centers.T) + jnp.sum(
-            centers * centers, axis=1
+        descriptors = sets.descriptors
+        options = self.options
+        normalization = {
+            "power": options.power,
+            "intra": options.intra,
+            "l2": options.l2,
+            "mass": options.mass,
+        }
+        jax = import_jax()
+        plan = plan_batch(
+            sets.offsets, self.n_features, descriptors.itemsize, self.n_clusters
         )
-        labels = jnp.argmin(distances, axis=1)
-        nearest = jnp.take_along_axis(distances, labels[:, None], axis=1)
-        valid = images < n_images
-        finite = jnp.all(jnp.isfinite(nearest[:, 0]) | ~valid)
-        # Padding rows carry image id n_images: segment_sum drops them.
-        segments = images * n_clusters + labels
-        # segment_sum adds row after row: float64 keeps huge images accurate.
-        residuals = jax.ops.segment_sum(
-            (descriptors - centers[labels]).astype(jnp.float64),
-            segments,
-            num_segments=n_images * n_clusters,
-        ).reshape(n_images, n_clusters, n_features)
-        if mass:
-            counts = jax.ops.segment_sum(
-                jnp.ones_like(labels, dtype=residuals.dtype),
-                segments,
-                num_segments=n_images * n_clusters,
-            ).reshape(n_images, n_clusters, 1)
-            residuals = residuals / jnp.maximum(counts, 1)
-        if power != 1.0:
-            residuals = jnp.sign(residuals) * jnp.abs(residuals) ** power
-        if intra:
-            norms = jnp.linalg.norm(residuals, axis=2, keepdims=True)
-            residuals = residuals / jnp.maximum(norms, NORM_FLOOR)
-        vectors = residuals.reshape(n_images, n_clusters * n_features)
-        if l2:
-            norms = jnp.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = vectors / jnp.maximum(norms, NORM_FLOOR)
-        return vectors.astype(descriptors.dtype), finite
-
-    return encode_padded
+        chunks = host_chunks(plan, descriptors)
+        with precision_scope(sets.dtype):
+            codebook = self._codebook(sets.dtype)
+            if len(plan.chunks) == 1:
+                _, _, (chunk,) = next(chunks)
+                vectors, finite = jax_kernels.encode_one_chunk()(
+                    chunk,
+                    plan.layout,
+                    codebook,
+                    plan.block_images,
+                    n_segments=plan.n_segments,
+                    n_images=plan.padded_images,
+                    blocks_are_images=plan.blocks_are_images,
+                    **normalization,
+                )
+            else:
+                plan = plan.on_device(self._device)
+                state = jax_kernels.zero_state(
+                    plan.n_segments, self.n_features, sets.dtype, self._device
+                )
+                step = jax_kernels.encode_chunk()
+                for start, first_new, (chunk,) in chunks:
+                    state = step(state, chunk, start, first_new, plan.layout, codebook)
+                finite = state[2]
+                vectors = jax_kernels.finish_vectors()(
+                    state,
+                    plan.block_images,
+                    n_images=plan.padded_images,
+                    blocks_are_images=plan.blocks_are_images,
+                    **normalization,
+                )
+            if plan.padded_images != plan.n_images:
+                vectors = vectors[: plan.n_images]
+            if self.keep_on_device:
+                raise_unless_finite(bool(finite), descriptors)
+                return vectors
+            vectors, finite = jax.device_get((vectors, finite))
+        raise_unless_finite(bool(finite), descriptors)
+        # device_get may give a read-only view of the device buffer.
+        return np.require(vectors, requirements=["W"])

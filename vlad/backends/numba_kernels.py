@@ -13,22 +13,31 @@ __all__ = ["add_rows", "finish_image", "flush", "nearest"]
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def finish_image(centers, image, sums, image_counts, residuals, counts):
-    """Write one image's residuals and counts; reset the accumulator."""
+def finish_image(centers, image, sums, image_counts, residuals, counts, status):
+    """Write one image's residuals and counts; reset the accumulator.
+
+    Adds to ``status[0]`` the number of residuals written that are not
+    finite (NaN or infinite descriptors, or sums too large for the output
+    dtype): the check costs nothing here, where every sum is read anyway.
+    """
     n_clusters, n_features = centers.shape
+    bad = 0
     for k in range(n_clusters):
         count = image_counts[k]
         for f in range(n_features):
             residuals[image, k, f] = sums[k, f] - count * np.float64(centers[k, f])
+            if not np.isfinite(residuals[image, k, f]):
+                bad += 1
             sums[k, f] = 0.0
         counts[image, k] = count
         image_counts[k] = 0
+    status[0] += bad
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
 def add_rows(
     descriptors, labels, labels_start, offsets, start, stop, image, centers,
-    sums, image_counts, residuals, counts,
+    sums, image_counts, residuals, counts, status,
 ):  # fmt: skip
     """Add rows ``start:stop`` into their image's float64 ``(K, F)`` sums.
 
@@ -40,7 +49,7 @@ def add_rows(
     n_features = descriptors.shape[1]
     for row in range(start, stop):
         while offsets[image + 1] <= row:
-            finish_image(centers, image, sums, image_counts, residuals, counts)
+            finish_image(centers, image, sums, image_counts, residuals, counts, status)
             image += 1
         label = labels[row - labels_start]
         image_counts[label] += 1
@@ -50,10 +59,10 @@ def add_rows(
 
 
 @numba.njit(nogil=True, cache=True)
-def flush(centers, image, last, sums, image_counts, residuals, counts):
+def flush(centers, image, last, sums, image_counts, residuals, counts, status):
     """Write out images ``image:last``: the one in progress, the rest empty."""
     for t in range(image, last):
-        finish_image(centers, t, sums, image_counts, residuals, counts)
+        finish_image(centers, t, sums, image_counts, residuals, counts, status)
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.finite import DistanceOverflowError, run_in_range
-from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
+from vlad.core.parallel import limits_blas, resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import (
     as_float_matrix,
     check_finite,
@@ -43,8 +43,9 @@ def assign(
         Upper bound on the distance matrix of one chunk, a positive integer
         (a chunk holds at least one row whatever it says).
     n_jobs : int or None, default=None
-        Worker threads (None or -1: every available core). Each runs
-        single-threaded BLAS on its own rows; the labels do not depend on it.
+        Threads (None or -1: every available core): each worker runs
+        single-threaded BLAS on its own rows, and ``1`` is one thread in all,
+        BLAS included. The labels do not depend on it.
 
     Returns
     -------
@@ -84,10 +85,10 @@ def assign(
 
 
 def assign_valid(
-    descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int, n_workers: int
+    descriptors: np.ndarray, centers: np.ndarray, chunk_bytes: int, n_threads: int
 ) -> np.ndarray:
-    """:func:`assign` on valid, same-dtype, contiguous input, on ``n_workers``
-    threads; for callers that validated already.
+    """:func:`assign` on valid, same-dtype, contiguous input, on up to
+    ``n_threads`` threads; for callers that validated already.
 
     Also checks, at no extra pass, that the descriptors are finite: a NaN or
     infinite descriptor makes its chosen distance non-finite.
@@ -108,9 +109,14 @@ def assign_valid(
             last,
         )
 
-    n_parts = workers_for(descriptors.size * centers.shape[0], n_workers)
+    n_parts = workers_for(descriptors.size * centers.shape[0], n_threads)
     bounds = np.linspace(0, n_descriptors, n_parts + 1).astype(np.int64)
-    run_ranges(assign_rows, list(zip(bounds[:-1], bounds[1:], strict=True)), n_parts)
+    run_ranges(
+        assign_rows,
+        list(zip(bounds[:-1], bounds[1:], strict=True)),
+        n_parts,
+        limit_blas=limits_blas(n_threads, n_parts),
+    )
     return labels
 
 

@@ -21,7 +21,7 @@ from vlad.core.finite import (
 )
 from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
-from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
+from vlad.core.parallel import limits_blas, resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import all_finite, check_n_features
 
 __all__ = ["encode"]
@@ -50,9 +50,11 @@ def encode(
         The aggregator and the normalisation; default ``EncodingOptions()``
         (``aggregator="auto", power=1.0, intra=True, l2=True, mass=False``).
     n_jobs : int or None, default=None
-        Worker threads for assignment and the fused ``numba`` pass (None or
-        -1: every available core). Inputs under about 10^8 multiply-adds run
-        on one thread whatever it says. The vectors do not depend on it.
+        Threads for assignment and the fused ``numba`` pass (None or -1:
+        every available core), each worker with one BLAS thread; ``1`` is one
+        thread in all, BLAS included. Inputs under about 10^8 multiply-adds
+        run on one worker (with BLAS's own threads unless ``n_jobs=1``). The
+        vectors do not depend on it.
     **settings
         Fields of :class:`EncodingOptions` (``aggregator``, ``power``,
         ``intra``, ``l2``, ``mass``) replacing those of ``options``.
@@ -92,26 +94,32 @@ def encode(
     array([[1., 1., 1., 0., 0., 0.]])
     """
     options = EncodingOptions.resolve(options, **settings)
-    n_workers = resolve_n_jobs(n_jobs)
+    n_threads = resolve_n_jobs(n_jobs)
     sets = as_descriptor_sets(descriptor_sets)
     centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])
     name, function = resolve_aggregator(
         options.aggregator, (sets.descriptors.shape[0], *centers.shape)
     )
-    n_workers = workers_for(sets.descriptors.size * centers.shape[0], n_workers)
-    blocks = image_blocks(sets.offsets, centers.shape[0])
+    n_workers = workers_for(sets.descriptors.size * centers.shape[0], n_threads)
+    blocks = image_blocks(sets.offsets, centers.shape[0], n_workers)
 
     def encode_all(descriptors: np.ndarray, centers: np.ndarray) -> np.ndarray:
         # A few huge images would leave workers idle in the fused pass: then
         # assignment is threaded over rows instead.
         if name in FUSED_ENCODE and len(blocks) >= n_workers:
             residuals = _encode_fused(
-                descriptors, sets.offsets, centers, blocks, n_workers, options
+                descriptors,
+                sets.offsets,
+                centers,
+                blocks,
+                n_threads,
+                n_workers,
+                options,
             )
         else:
             residuals = _encode_staged(
-                function, descriptors, sets.offsets, centers, n_workers, options
+                function, descriptors, sets.offsets, centers, n_threads, options
             )
         return residuals.reshape(len(sets), centers.shape[0] * centers.shape[1])
 
@@ -133,7 +141,7 @@ def encode(
 
 
 def _encode_fused(
-    descriptors, offsets, centers, blocks, n_workers, options: EncodingOptions
+    descriptors, offsets, centers, blocks, n_threads, n_workers, options
 ) -> np.ndarray:
     """Assign, aggregate and normalise block by block, blocks across threads."""
     n_images = offsets.shape[0] - 1
@@ -153,15 +161,20 @@ def _encode_fused(
             counts=counts[first:last] if options.mass else None,
         )
 
-    run_ranges(encode_block, blocks, n_workers)
+    run_ranges(
+        encode_block,
+        blocks,
+        n_workers,
+        limit_blas=limits_blas(n_threads, n_workers),
+    )
     return residuals
 
 
 def _encode_staged(
-    function, descriptors, offsets, centers, n_workers, options: EncodingOptions
+    function, descriptors, offsets, centers, n_threads, options: EncodingOptions
 ) -> np.ndarray:
     """Assign all descriptors, then aggregate with ``function``, then normalise."""
-    labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_workers)
+    labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_threads)
     residuals = function(descriptors, labels, offsets, centers)
     if callable(options.aggregator):  # the caller's function: checked
         shape = (offsets.shape[0] - 1, *centers.shape)

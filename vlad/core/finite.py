@@ -158,11 +158,11 @@ def rescale_inputs(
     magnitude = largest_magnitude(descriptors, centers)
     if not math.isfinite(magnitude):  # the reductions met a NaN or an inf
         for array, name in ((descriptors, "descriptors"), (centers, "centers")):
-            bad_rows = np.flatnonzero(~np.isfinite(array).all(axis=1))
-            if bad_rows.size:
+            bad = ~np.isfinite(array)
+            if bad.any():
                 raise ValueError(
-                    f"{name} contain NaN or infinite values (first at row "
-                    f"{bad_rows[0]})"
+                    f"{name} contains {int(np.count_nonzero(bad))} NaN or infinite "
+                    f"value(s) (first at row {int(np.flatnonzero(bad.any(axis=1))[0])})"
                 )
     exponent = scale_exponent(magnitude, descriptors.dtype)
     if exponent == 0:

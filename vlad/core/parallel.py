@@ -1,13 +1,14 @@
 """Thread parallelism over contiguous ranges of rows or images.
 
 NumPy's matrix product, OpenCV and the compiled kernels release the GIL, so
-plain threads run them on every core. While vlad's own worker threads run,
-BLAS and OpenCV are kept to one thread each, so that they do not multiply the
-threads (on small machines, BLAS's threads on cache-sized chunks cost more in
-hand-offs and spin-waiting than they give). Those are settings of the whole
-process; :class:`SharedThreadLimit` lowers each while at least one call needs
-it and restores what the process had when the last such call ends, however
-calls from several threads overlap.
+plain threads run them on every core. While vlad's own worker threads run
+(and whenever ``n_jobs=1``), BLAS and OpenCV are kept to one thread each, so
+that they do not multiply the threads (BLAS's threads on cache-sized chunks
+cost more in hand-offs and spin-waiting than they give, and on a busy machine
+far more). Those are settings of the whole process;
+:class:`SharedThreadLimit` lowers each while at least one call needs it and
+restores what the process had when the last such call ends, however calls
+from several threads overlap.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +28,7 @@ __all__ = [
     "SharedThreadLimit",
     "available_cores",
     "balanced_ranges",
+    "limits_blas",
     "one_opencv_thread",
     "resolve_n_jobs",
     "run_ranges",
@@ -142,11 +145,21 @@ class SharedThreadLimit:
                     restore()
 
 
-@functools.cache
+#: The threadpoolctl controller and how many modules were imported when it
+#: listed the loaded libraries (listing them takes about a millisecond).
+_BLAS_CONTROLLER: dict = {"modules": -1, "controller": None}
+
+
 def _blas_controller():
+    """A controller of every BLAS loaded now: listed again when modules were
+    imported since, since a new module can load another BLAS (faiss, torch).
+    Called with the shared limit's lock held."""
     from threadpoolctl import ThreadpoolController
 
-    return ThreadpoolController()
+    if _BLAS_CONTROLLER["modules"] != len(sys.modules):
+        _BLAS_CONTROLLER["controller"] = ThreadpoolController()
+        _BLAS_CONTROLLER["modules"] = len(sys.modules)
+    return _BLAS_CONTROLLER["controller"]
 
 
 def _lower_blas_threads() -> Callable[[], None]:
@@ -207,17 +220,35 @@ def balanced_ranges(weights_cumsum: np.ndarray, n_parts: int) -> list[tuple[int,
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
+def limits_blas(n_threads: int, n_workers: int) -> bool:
+    """Whether BLAS must run on one thread: under several workers (one BLAS
+    thread each), and when the caller allowed one thread in all
+    (``n_jobs=1``). One worker for a larger budget (an input too small to
+    share out) leaves BLAS its own threads."""
+    return n_workers > 1 or n_threads == 1
+
+
 def run_ranges(
     function: Callable[[int, int], None],
     ranges: list[tuple[int, int]],
     n_workers: int,
+    *,
+    limit_blas: bool = True,
 ) -> None:
     """Call ``function(start, stop)`` for every range, on up to ``n_workers``
-    threads with single-threaded BLAS; errors propagate to the caller."""
+    threads; errors propagate to the caller.
+
+    With ``limit_blas`` (see :func:`limits_blas`) BLAS runs on one thread
+    meanwhile, whatever the number of workers: its own threads would spin
+    between the small products of the chunks, competing with the workers and
+    compiled loops for the same cores.
+    """
+    limit = single_threaded_blas() if limit_blas else contextlib.nullcontext()
     if n_workers <= 1 or len(ranges) <= 1:
-        for start, stop in ranges:
-            function(start, stop)
+        with limit:
+            for start, stop in ranges:
+                function(start, stop)
         return
-    with single_threaded_blas(), ThreadPoolExecutor(n_workers) as pool:
+    with limit, ThreadPoolExecutor(n_workers) as pool:
         for future in [pool.submit(function, start, stop) for start, stop in ranges]:
             future.result()

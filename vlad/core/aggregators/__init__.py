@@ -2,7 +2,10 @@
 
 Every aggregator has the signature ``(descriptors, labels, offsets, centers)``
 and returns the residual sums ``(n_images, n_clusters, n_features)`` in the
-descriptors' dtype. They assume valid input; :func:`aggregate` validates.
+descriptors' dtype. They assume valid input; :func:`aggregate` validates, and
+checks that the descriptors were finite by checking the sums (NaN and inf
+reach the sums of every aggregator here), which costs a pass over the output
+rather than over the input.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from numpy.typing import ArrayLike
 
 from vlad.backends.compiled import numba_kernels
 from vlad.backends.jax_runtime import import_jax
+from vlad.backends.torch_runtime import import_torch
 from vlad.core.aggregators.jax_kernel import aggregate_jax
 from vlad.core.aggregators.loop import aggregate_loop
 from vlad.core.aggregators.masked import aggregate_masked
 from vlad.core.aggregators.numba_kernel import aggregate_numba
 from vlad.core.aggregators.ragged_cumsum import aggregate_ragged_cumsum
 from vlad.core.aggregators.sparse import aggregate_sparse
+from vlad.core.aggregators.torch_kernel import aggregate_torch
 from vlad.core.aggregators.ufunc_at import aggregate_ufunc_at
 from vlad.core.finite import check_residuals, restore_scale, run_in_range
 from vlad.core.validation import (
@@ -51,6 +56,7 @@ Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarr
 _REQUIRES: dict[str, tuple[str, Callable[[], object]]] = {
     "numba": ("numba", numba_kernels),
     "jax": ("jax", import_jax),
+    "torch": ("torch", import_torch),
 }
 
 #: Aggregators that :func:`vlad.encode` runs fused with assignment, in one pass
@@ -124,6 +130,7 @@ AGGREGATORS: dict[str, Aggregator] = {
     "sparse": aggregate_sparse,
     "numba": aggregate_numba,
     "jax": aggregate_jax,
+    "torch": aggregate_torch,
 }
 
 
@@ -228,7 +235,7 @@ def aggregate(
             stacklevel=2,
         )
         aggregator = method
-    name, function = resolve_aggregator(aggregator)
+    resolve_aggregator(aggregator)  # an unknown name is refused before the data
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
@@ -236,11 +243,20 @@ def aggregate(
         raise ValueError("centers must hold at least one centre")
     offsets = as_offsets(offsets, descriptors.shape[0])
     labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
-    check_finite(descriptors, "descriptors")
     check_finite(centers, "centers")
+    name, function = resolve_aggregator(
+        aggregator, (descriptors.shape[0], *centers.shape)
+    )
+    if name is None:
+        # A caller's function need not carry NaN into its sums: check first.
+        check_finite(descriptors, "descriptors")
 
-    # Sums that overflow are made again on inputs scaled by a power of two and
-    # scaled back, so that an overflow is an error, never an inf.
+    # No pass over the descriptors before the sums: every descriptor is added
+    # into one sum and IEEE sums never turn NaN or inf finite, so checking the
+    # sums (K * F per image, not L * F) checks the descriptors (the numba
+    # kernels do it as they write the sums). Sums that overflow are made again
+    # on inputs scaled by a power of two and scaled back, so that an overflow
+    # is an error, never an inf.
     def aggregate_checked(scaled, scaled_centers):
         residuals = function(scaled, labels, offsets, scaled_centers)
         if name is None:  # a function of the caller's: its result is checked

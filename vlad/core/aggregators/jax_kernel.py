@@ -1,13 +1,12 @@
-"""The JAX aggregator: a jitted ``segment_sum`` on the default device."""
+"""The JAX aggregator: blocked float32 scatter-adds on JAX's default device."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from vlad.backends.jax_runtime import MIN_ROW_BUCKET, bucket_size, import_jax
-from vlad.core.aggregators.segments import image_of_rows
+from vlad.backends import jax_kernels
+from vlad.backends.jax_batches import host_chunks, plan_batch, precision_scope
+from vlad.backends.jax_runtime import import_jax
 
 __all__ = ["aggregate_jax"]
 
@@ -18,45 +17,50 @@ def aggregate_jax(
     offsets: np.ndarray,
     centers: np.ndarray,
 ) -> np.ndarray:
-    """``jax.ops.segment_sum`` of the residuals ``x - c_label``, jitted.
+    """Scatter-add of the residuals ``x - c_label`` with JAX, jitted.
 
-    Rows and images are padded to power-of-two buckets (padding rows go to a
-    segment past the end, which ``segment_sum`` drops), so compilation happens
-    once per bucket, not per call. Residuals are formed in the input's dtype
-    and summed in float64 (JAX's 64-bit mode is switched on for the call), so
+    The rows go to the device a chunk at a time, straight from the caller's
+    arrays; the residuals are summed in the input's dtype by blocks of at most
+    4096 rows of one image, then the blocks of each image are added, so
     float32 results stay accurate however many descriptors an image has.
-    Requires JAX (``pip install 'vlad[jax]'``).
+    Chunk, image and block counts are rounded to powers of two, so the
+    kernels compile once per size class. Requires JAX
+    (``pip install 'vlad[jax]'``).
     """
     jax = import_jax()
     n_images = offsets.shape[0] - 1
     n_clusters, n_features = centers.shape
-    n_rows = descriptors.shape[0]
-    padded_rows = bucket_size(n_rows, MIN_ROW_BUCKET)
-    padded_segments = bucket_size(n_images) * n_clusters
-    segments = np.full(padded_rows, padded_segments, dtype=np.int32)
-    segments[:n_rows] = image_of_rows(offsets) * n_clusters + labels
-    padded_labels = np.zeros(padded_rows, dtype=np.int32)
-    padded_labels[:n_rows] = labels
-    padded_descriptors = np.zeros((padded_rows, n_features), dtype=descriptors.dtype)
-    padded_descriptors[:n_rows] = descriptors
-    with jax.enable_x64(True):
-        sums = _residual_segment_sum()(
-            padded_descriptors, centers, padded_labels, segments, padded_segments
-        )
-        sums = np.array(sums[: n_images * n_clusters])
+    plan = plan_batch(offsets, n_features, descriptors.itemsize, n_clusters)
+    chunks = host_chunks(plan, descriptors, labels.astype(np.int32))
+    with precision_scope(descriptors.dtype):
+        centers = jax.device_put(centers)
+        if len(plan.chunks) == 1:
+            _, _, (rows, row_labels) = next(chunks)
+            sums = jax_kernels.aggregate_one_chunk()(
+                rows,
+                row_labels,
+                plan.layout,
+                centers,
+                plan.block_images,
+                n_segments=plan.n_segments,
+                n_images=plan.padded_images,
+                blocks_are_images=plan.blocks_are_images,
+            )
+        else:
+            plan = plan.on_device()
+            state = jax_kernels.zero_state(
+                plan.n_segments, n_features, descriptors.dtype
+            )
+            step = jax_kernels.aggregate_chunk()
+            for start, first_new, (rows, row_labels) in chunks:
+                state = step(
+                    state, rows, row_labels, start, first_new, plan.layout, centers
+                )
+            sums = jax_kernels.finish_residuals()(
+                state,
+                plan.block_images,
+                n_images=plan.padded_images,
+                blocks_are_images=plan.blocks_are_images,
+            )
+        sums = np.require(jax.device_get(sums)[:n_images], requirements=["C", "W"])
     return sums.reshape(n_images, n_clusters, n_features)
-
-
-@functools.cache
-def _residual_segment_sum():
-    """The jitted kernel, built on first use."""
-    jax = import_jax()
-
-    @functools.partial(jax.jit, static_argnames=("num_segments",))
-    def residual_segment_sum(descriptors, centers, labels, segments, num_segments):
-        # segment_sum adds row after row: float64 keeps huge images accurate.
-        residuals = (descriptors - centers[labels]).astype(jax.numpy.float64)
-        sums = jax.ops.segment_sum(residuals, segments, num_segments=num_segments)
-        return sums.astype(descriptors.dtype)
-
-    return residual_segment_sum

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlad.backends.compiled import numba_kernels
+from vlad.core.aggregators.segments import raise_non_finite_result
 from vlad.core.parallel import available_cores, balanced_ranges, run_ranges
 
 __all__ = ["PARALLEL_MIN_ROWS", "aggregate_numba"]
@@ -23,7 +24,9 @@ def aggregate_numba(
     accumulator that stays in cache, images split across threads.
 
     One streaming pass over the descriptors: the closest of all aggregators to
-    the memory-bandwidth floor. The kernel releases the GIL and runs on plain
+    the memory-bandwidth floor. It checks, in the same pass, that the sums
+    are finite, and raises ``ValueError`` when they are not (NaN or infinite
+    descriptors, or an overflow). The kernel releases the GIL and runs on plain
     threads (no OpenMP pool that spin-waits between calls). Requires numba
     (``pip install 'vlad[numba]'``); compiled once per dtype and cached on disk.
     """
@@ -33,15 +36,28 @@ def aggregate_numba(
     residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)
     counts = np.empty((n_images, n_clusters), dtype=np.int64)
     n_parts = available_cores() if descriptors.shape[0] >= PARALLEL_MIN_ROWS else 1
+    statuses = []
 
     def aggregate_images(first: int, last: int) -> None:
         sums = np.zeros((n_clusters, n_features), dtype=np.float64)
         image_counts = np.zeros(n_clusters, dtype=np.int64)
+        status = np.zeros(1, dtype=np.int64)
         image = kernels.add_rows(
             descriptors, labels, 0, offsets, offsets[first], offsets[last], first,
-            centers, sums, image_counts, residuals, counts,
+            centers, sums, image_counts, residuals, counts, status,
         )  # fmt: skip
-        kernels.flush(centers, image, last, sums, image_counts, residuals, counts)
+        kernels.flush(
+            centers, image, last, sums, image_counts, residuals, counts, status
+        )
+        statuses.append(status[0])
 
-    run_ranges(aggregate_images, balanced_ranges(offsets, n_parts), n_parts)
+    # No BLAS in this pass: BLAS's threads are left as they are.
+    run_ranges(
+        aggregate_images,
+        balanced_ranges(offsets, n_parts),
+        n_parts,
+        limit_blas=False,
+    )
+    if any(statuses):
+        raise_non_finite_result(descriptors)
     return residuals

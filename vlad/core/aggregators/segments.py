@@ -7,10 +7,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vlad.core.finite import DistanceOverflowError
+
 __all__ = [
     "WORKING_SET_BYTES",
     "block_segments",
     "image_of_rows",
+    "raise_non_finite_result",
     "row_blocks",
     "segment_counts",
     "subtract_centers",
@@ -79,3 +82,22 @@ def subtract_centers(
     """
     sums -= counts[:, :, None] * centers.astype(np.float64)[None]
     return sums.astype(dtype, copy=False)
+
+
+def raise_non_finite_result(descriptors: np.ndarray) -> None:
+    """Raise ``ValueError`` for residual sums that are not finite: NaN or
+    infinite descriptors (counted), or else sums too large for the dtype.
+
+    Every descriptor is added into one sum, and IEEE sums of NaN or inf never
+    come back finite, so a finite result proves finite descriptors; this
+    looks at the descriptors only when it is not.
+    """
+    bad = int(np.count_nonzero(~np.isfinite(descriptors)))
+    if bad:
+        raise ValueError(f"descriptors contains {bad} NaN or infinite value(s)")
+    # Finite descriptors whose sums overflow: run_in_range scales them and
+    # runs again.
+    raise DistanceOverflowError(
+        f"residual sums overflow: values are too large for {descriptors.dtype}; "
+        "rescale them or pass float64"
+    )
