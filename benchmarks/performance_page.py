@@ -241,12 +241,14 @@ def _end_to_end(tables: dict[str, Table]) -> list[str]:
     return ["", " ".join(lines)] if lines else []
 
 
-def render_page(record: dict, json_name: str = "results.json") -> str:
+def render_page(
+    record: dict, json_name: str = "results.json", title: str = "Performance"
+) -> str:
     """The Markdown page of a run, from the JSON record of
     :func:`~benchmarks.report.write_json`."""
     report = Report.from_dict(record)
     parts = [
-        "# Performance\n\n"
+        f"# {title}\n\n"
         "Every figure on this page comes from one run of\n\n"
         f"```bash\n{command_line(report.settings, json_name)}\n```\n\n"
         "(`python -m benchmarks` with the same options, from the root of a "
@@ -274,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("results", type=Path, help="JSON of vlad bench --json")
     parser.add_argument("page", type=Path, help="Markdown file to write")
+    parser.add_argument("--title", default="Performance", help="the page's heading")
     arguments = parser.parse_args(argv)
     record = json.loads(arguments.results.read_text(encoding="utf-8"))
-    text = render_page(record, arguments.results.name)
+    text = render_page(record, arguments.results.name, arguments.title)
     arguments.page.parent.mkdir(parents=True, exist_ok=True)
     arguments.page.write_text(text, encoding="utf-8")
     return 0
