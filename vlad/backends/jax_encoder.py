@@ -90,12 +90,9 @@ class JaxEncoder:
         keep_on_device: bool = False,
         **settings,
     ):
-        self.options = EncodingOptions.resolve(options, **settings)
-        if self.options.aggregator not in ("auto", "jax"):
-            raise ValueError(
-                "JaxEncoder sums residuals with JAX: its aggregator must be 'auto' "
-                f"or 'jax'; got {self.options.aggregator_name!r}"
-            )
+        self.options = EncodingOptions.resolve(options, **settings).for_backend(
+            "jax", "JaxEncoder"
+        )
         if not isinstance(keep_on_device, (bool, np.bool_)):
             raise TypeError(
                 f"keep_on_device must be True or False; got {keep_on_device!r}"

@@ -86,12 +86,9 @@ class TorchEncoder:
         keep_on_device: bool = False,
         **settings,
     ):
-        self.options = EncodingOptions.resolve(options, **settings)
-        if self.options.aggregator not in ("auto", "torch"):
-            raise ValueError(
-                "TorchEncoder sums residuals with PyTorch: its aggregator must be "
-                f"'auto' or 'torch'; got {self.options.aggregator_name!r}"
-            )
+        self.options = EncodingOptions.resolve(options, **settings).for_backend(
+            "torch", "TorchEncoder"
+        )
         if not isinstance(keep_on_device, (bool, np.bool_)):
             raise TypeError(
                 f"keep_on_device must be True or False; got {keep_on_device!r}"

@@ -104,6 +104,23 @@ class EncodingOptions:
             )
         return dataclasses.replace(options, **settings) if settings else options
 
+    def for_backend(self, backend: str, encoder: str) -> EncodingOptions:
+        """These options, checked for an encoder that sums residuals with one
+        back-end (``"jax"``, ``"torch"``): its aggregator must be ``"auto"`` or
+        that back-end's.
+
+        Raises
+        ------
+        ValueError
+            Another aggregator.
+        """
+        if self.aggregator not in ("auto", backend):
+            raise ValueError(
+                f"{encoder} sums residuals with {backend}: its aggregator must be "
+                f"'auto' or {backend!r}; got {self.aggregator_name!r}"
+            )
+        return self
+
     @property
     def aggregator_name(self) -> str:
         """The aggregator's registry name, or a function's qualified name."""

@@ -23,6 +23,7 @@ __all__ = [
     "ground_truth_from_mapping",
     "load_ground_truth",
     "name_list",
+    "query_entries",
     "query_truth",
     "read_json_mapping",
 ]
@@ -130,20 +131,8 @@ def ground_truth_from_mapping(
     ...
     ValueError: gt.json, query 'q': 'relevant' must be a list of names; got str 'a'
     """
-    if not isinstance(mapping, Mapping):
-        raise ValueError(
-            f"{source} must map query names to their relevant images; got "
-            f"{type(mapping).__name__}"
-        )
-    if not mapping:
-        raise ValueError(f"{source} names no query")
     truth: dict[str, QueryTruth] = {}
-    for query, entry in mapping.items():
-        if not isinstance(query, str) or not query:
-            raise ValueError(
-                f"{source}: a query name must be a non-empty string; got {query!r}"
-            )
-        where = f"{source}, query {query!r}"
+    for query, entry, where in query_entries(mapping, source, "relevant images"):
         if isinstance(entry, QueryTruth):
             entry = entry.to_dict()
         if not isinstance(entry, Mapping):
@@ -168,6 +157,31 @@ def ground_truth_from_mapping(
         lists = [name_list(entry.get(field, []), where, field) for field in _LISTS]
         truth[query] = query_truth(*lists, where)
     return truth
+
+
+def query_entries(mapping, source: str, what: str):
+    """Each query name of a ground-truth mapping, its entry, and the words
+    that name it in errors (``"gt.json, query 'q'"``), checked.
+
+    Raises
+    ------
+    ValueError
+        ``mapping`` is not a non-empty mapping (from query names to their
+        ``what``), or a query name is not a non-empty string.
+    """
+    if not isinstance(mapping, Mapping):
+        raise ValueError(
+            f"{source} must map query names to their {what}; got "
+            f"{type(mapping).__name__}"
+        )
+    if not mapping:
+        raise ValueError(f"{source} names no query")
+    for query, entry in mapping.items():
+        if not isinstance(query, str) or not query:
+            raise ValueError(
+                f"{source}: a query name must be a non-empty string; got {query!r}"
+            )
+        yield query, entry, f"{source}, query {query!r}"
 
 
 def read_json_mapping(path: str | os.PathLike, noun: str) -> dict:

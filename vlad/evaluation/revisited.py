@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from vlad.evaluation.ground_truth import (
     QueryTruth,
     name_list,
+    query_entries,
     query_truth,
     read_json_mapping,
 )
@@ -82,20 +83,9 @@ def revisited_ground_truth(
     hard ('h.jpg',) ('j.jpg', 'e.jpg')
     """
     _check_protocol(protocol)
-    if not isinstance(mapping, Mapping):
-        raise ValueError(
-            f"{source} must map query names to their easy, hard and junk lists; "
-            f"got {type(mapping).__name__}"
-        )
-    if not mapping:
-        raise ValueError(f"{source} names no query")
     truth: dict[str, QueryTruth] = {}
-    for query, entry in mapping.items():
-        if not isinstance(query, str) or not query:
-            raise ValueError(
-                f"{source}: a query name must be a non-empty string; got {query!r}"
-            )
-        where = f"{source}, query {query!r}"
+    lists = "easy, hard and junk lists"
+    for query, entry, where in query_entries(mapping, source, lists):
         easy, hard, junk, tags = _lists(entry, where)
         if protocol == "easy":
             relevant, ignored = easy, junk + hard
