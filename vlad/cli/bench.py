@@ -141,10 +141,10 @@ def bench(
     Workloads: a (the essay's: 256 x 128 x 64, K=16), b (1000 x 1000 x 128,
     K=64), c (200 x 2000 x 128, K=256), single (one image, latency), sweep
     (1e4 to 4e6 descriptors). "all" runs these, in about 10 minutes on two
-    cores and 6 GB of memory. search (10,000 queries against 100,000 vectors
-    of 8,192 floats: exact, exact index and faiss IVF-PQ against the bare
-    product; about 10 minutes and 12 GB) and search-small (a tenth of each)
-    run only when named. Needs a source checkout (benchmarks/ beside vlad/).
+    cores and 6 GB of memory. search (2,000 queries against 100,000 vectors
+    of 8,192 floats: exact search, the exact index and a faiss IVF-PQ index
+    against the bare product; about 15 minutes and 8 GB) and search-small (a
+    tenth of the database) run only when named. Needs a source checkout (benchmarks/ beside vlad/).
 
     \b
     Example:
