@@ -132,7 +132,7 @@ SWEEP_SHAPE = {"n_descriptors": 1000, "n_features": 128, "n_clusters": 64}
 SIZES = ("a", "single", "b", "c", "sweep")
 #: The search benchmarks (:data:`benchmarks.search.SEARCH_WORKLOADS`), which
 #: ``--size`` also accepts; ``all`` leaves them out (``search`` alone takes
-#: about 10 minutes and 12 GB on two cores).
+#: about 15 minutes and 8 GB on two cores).
 SEARCH_SIZES = ("search-small", "search")
 
 
