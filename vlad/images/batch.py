@@ -34,10 +34,15 @@ __all__ = [
     "ENCODE_CHUNK_IMAGES",
     "BatchReport",
     "EncodedImages",
+    "check_same_kind",
+    "descriptor_options_for",
     "encode_images",
     "extract_images",
+    "extract_in_order",
     "fit_codebook_to_images",
+    "keep_readable",
     "read_descriptor_sets",
+    "walk_batch",
 ]
 
 logger = logging.getLogger(__name__)
@@ -186,9 +191,9 @@ def extract_images(
     True
     """
     options = SiftOptions(**(descriptor_options or {}))
-    images, report = _walk(inputs)
-    features = _keep_readable(
-        _extract_in_order(images, options, n_jobs, progress), report
+    images, report = walk_batch(inputs)
+    features = keep_readable(
+        extract_in_order(images, options, n_jobs, progress), report
     )
     _check_any_read(report, inputs)
     sets = DescriptorSets.from_list(
@@ -363,29 +368,29 @@ def encode_images(
     input_list = [str(path) for path in _as_list(inputs)]
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
-        _check_same_kind(sets.metadata, codebook)
+        check_same_kind(sets.metadata, codebook)
         vectors = encode(sets, codebook, options, n_jobs=n_jobs)
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, options
         )
-    sift_options = _options_for(codebook, descriptor_options)
+    sift_options = descriptor_options_for(codebook, descriptor_options)
     logger.debug(
         "descriptors: %s, max_side=%d, max_keypoints=%d",
         sift_options.kind,
         sift_options.max_side,
         sift_options.max_keypoints,
     )
-    _check_same_kind(sift_options, codebook)
+    check_same_kind(sift_options, codebook)
     check_n_features(N_FEATURES, codebook.n_features)
-    images, report = _walk(inputs)
+    images, report = walk_batch(inputs)
     # SIFT descriptors are float32, and so are their vectors.
     vectors = np.zeros(
         (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
     )
-    results = _extract_in_order(images, sift_options, n_jobs, progress)
+    results = extract_in_order(images, sift_options, n_jobs, progress)
     for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
         start = len(report.names)
-        blocks = [descriptors for _, descriptors in _keep_readable(chunk, report)]
+        blocks = [descriptors for _, descriptors in keep_readable(chunk, report)]
         if blocks:
             sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
             vectors[start : start + len(blocks)] = encode(
@@ -409,7 +414,9 @@ def _as_list(inputs: PathOrPaths) -> list:
     return list(inputs)
 
 
-def _options_for(codebook: Codebook, descriptor_options: Mapping | None) -> SiftOptions:
+def descriptor_options_for(
+    codebook: Codebook, descriptor_options: Mapping | None
+) -> SiftOptions:
     """The codebook's recorded descriptor options (defaults if it has none,
     with a warning), with ``descriptor_options`` replacing some."""
     record = _descriptor_record(codebook)
@@ -443,7 +450,7 @@ def _sift_options_of(record, whose: str) -> SiftOptions | None:
         raise ValueError(f"{whose} holds {error}") from None
 
 
-def _check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebook):
+def check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebook):
     """Raise ``ValueError`` if descriptors (their options or their record)
     differ in kind from the codebook's, when both are known: another
     extractor, or SIFT made another way."""
@@ -471,10 +478,12 @@ def _check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebo
         )
 
 
-def _walk(inputs: PathOrPaths) -> tuple[list[ImageFile], BatchReport]:
+def walk_batch(
+    inputs: PathOrPaths, *, line_breaks: bool = False
+) -> tuple[list[ImageFile], BatchReport]:
     """The images of ``inputs`` and a report that lists (and logs) the
-    sub-folders that could not be walked."""
-    images, problems = walk_images(inputs)
+    sub-folders that could not be walked (see :func:`walk_images`)."""
+    images, problems = walk_images(inputs, line_breaks=line_breaks)
     for name, reason in problems.items():
         logger.warning("skipped %s: %s", name, reason)
     return images, BatchReport(len(images) + len(problems), [], problems, [])
@@ -491,7 +500,7 @@ def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
         )
 
 
-def _keep_readable(
+def keep_readable(
     results: Iterable[tuple[ImageFile, Features | ImageReadError]],
     report: BatchReport,
 ) -> list[Features]:
@@ -532,7 +541,7 @@ def _describe_file(
         return image, error
 
 
-def _extract_in_order(
+def extract_in_order(
     images: Sequence[ImageFile],
     options: SiftOptions,
     n_jobs: int | None,
