@@ -15,7 +15,7 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -188,8 +188,9 @@ def encode_images_to_folder(
         else lambda done, total: progress(done + n_kept, len(images)),
     )
     for index in todo:
-        chunk = list(itertools.islice(results, len(groups[index])))
-        vectors, report = _encode_shard(chunk, codebook, options, n_jobs)
+        vectors, report = _encode_shard(
+            results, len(groups[index]), codebook, options, n_jobs
+        )
         shards[index] = {
             "key": keys[index],
             "names": report.names,
@@ -226,16 +227,21 @@ def encode_images_to_folder(
 
 
 def _encode_shard(
-    chunk: list, codebook: Codebook, options: EncodingOptions, n_jobs: int | None
+    results: Iterator,
+    n_images: int,
+    codebook: Codebook,
+    options: EncodingOptions,
+    n_jobs: int | None,
 ) -> tuple[np.ndarray, BatchReport]:
-    """The vectors of a shard's readable images, and its report."""
-    report = BatchReport(len(chunk), [], {}, [])
-    vectors = np.zeros(
-        (len(chunk), codebook.n_clusters * codebook.n_features), np.float32
-    )
-    for start in range(0, len(chunk), ENCODE_CHUNK_IMAGES):
+    """The vectors of the next ``n_images`` of ``results`` (the readable ones),
+    and their report; descriptors are held a chunk at a time."""
+    report = BatchReport(n_images, [], {}, [])
+    n_dimensions = codebook.n_clusters * codebook.n_features
+    vectors = np.zeros((n_images, n_dimensions), np.float32)
+    for start in range(0, n_images, ENCODE_CHUNK_IMAGES):
         first = len(report.names)
-        part = chunk[start : start + ENCODE_CHUNK_IMAGES]
+        size = min(ENCODE_CHUNK_IMAGES, n_images - start)
+        part = list(itertools.islice(results, size))
         blocks = [descriptors for _, descriptors in keep_readable(part, report)]
         if blocks:
             sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
