@@ -24,6 +24,7 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.sampling import DescriptorReservoir
 from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
 from vlad.images.files import ImageFile, ImageReadError, walk_images
@@ -262,6 +263,7 @@ def fit_codebook_to_images(
     n_clusters: int = 64,
     *,
     sample: int | None = 100_000,
+    per_image: int | None = None,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
     n_jobs: int | None = None,
@@ -269,12 +271,22 @@ def fit_codebook_to_images(
 ) -> tuple[Codebook, BatchReport]:
     """Fit a codebook on the descriptors of images (or of a descriptors file).
 
+    Images are described as they are read, their descriptors kept in a uniform
+    sample (:class:`vlad.core.sampling.DescriptorReservoir`), so memory holds
+    the sample, never every image's descriptors (all are kept when fewer).
+
     Parameters
     ----------
     inputs : path-like or sequence of path-like
         As in :func:`read_descriptor_sets`.
-    n_clusters, sample, seed
-        As in :func:`vlad.fit_codebook`.
+    n_clusters, seed
+        As in :func:`vlad.fit_codebook`; ``seed`` also seeds the sample.
+    sample : int or None, default=100_000
+        Descriptors in the uniform sample k-means is fitted on; None fits on
+        all (held in memory at once).
+    per_image : int or None, default=None
+        Offer at most this many descriptors of each image (drawn at random)
+        to the sample; None offers all.
     descriptor_options, n_jobs, progress
         As in :func:`extract_images`; only for images.
 
@@ -289,10 +301,33 @@ def fit_codebook_to_images(
     --------
     vlad.fit_codebook : The same on descriptors in memory.
     """
-    sets, report = read_descriptor_sets(
-        inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+    if sample is None:
+        sets, report = read_descriptor_sets(
+            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+        )
+        return fit_codebook(sets, n_clusters, sample=None, seed=seed), report
+    if descriptor_file_in(inputs) is not None:
+        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        blocks: Iterable[np.ndarray] = (sets[i] for i in range(len(sets)))
+        n_features, metadata = sets.n_features, sets.metadata
+    else:
+        options = SiftOptions(**(descriptor_options or {}))
+        images, report = walk_batch(inputs)
+        results = extract_in_order(images, options, n_jobs, progress)
+        blocks = (
+            descriptors
+            for chunk in _chunks(results, ENCODE_CHUNK_IMAGES)
+            for _, descriptors in keep_readable(chunk, report)
+        )
+        n_features, metadata = N_FEATURES, options.record()
+    reservoir = DescriptorReservoir(sample, n_features, per_image=per_image, seed=seed)
+    for descriptors in blocks:
+        reservoir.add(descriptors)
+    _check_any_read(report, inputs)
+    training = DescriptorSets.from_list(
+        [reservoir.sample], n_features=n_features, metadata=metadata
     )
-    codebook = fit_codebook(sets, n_clusters, sample=sample, seed=seed)
+    codebook = fit_codebook(training, n_clusters, sample=sample, seed=seed)
     return codebook, report
 
 
