@@ -29,6 +29,11 @@ def messy(tmp_path_factory):
     return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
 
 
+@pytest.fixture(scope="module")
+def messy_encoded(codebook, messy):
+    return vlad.encode_images(messy, codebook, n_jobs=2)
+
+
 def folder_bytes(folder):
     """Every file of a folder and its bytes."""
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
@@ -36,9 +41,9 @@ def folder_bytes(folder):
 
 @pytest.mark.parametrize("shard_images", [1, 2, 5, 64])
 def test_shards_hold_what_one_encoding_in_memory_gives(
-    codebook, messy, tmp_path, shard_images
+    codebook, messy, messy_encoded, tmp_path, shard_images
 ):
-    whole = vlad.encode_images(messy, codebook, n_jobs=2)
+    whole = messy_encoded
     shards = encode_images_to_folder(
         messy, codebook, tmp_path / "v", shard_images=shard_images, n_jobs=2
     )
