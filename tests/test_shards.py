@@ -116,6 +116,13 @@ def test_a_folder_without_its_manifest_is_never_read(codebook, tmp_path):
         vlad.load_vectors(tmp_path / "v")
 
 
+def test_a_folder_of_something_else_is_not_vectors(tmp_path):
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "a.jpg").write_bytes(b"")
+    with pytest.raises(ValueError, match="not a folder of vectors: it has no manifest"):
+        vlad.load_vectors(tmp_path / "photos")
+
+
 def test_shards_of_another_run_are_never_mixed_in(codebook, tmp_path):
     encode_images_to_folder(DATA, codebook, tmp_path / "a", shard_images=3)
     encode_images_to_folder(DATA, codebook, tmp_path / "b", shard_images=3, power=0.5)

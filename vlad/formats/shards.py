@@ -124,6 +124,13 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
     if not folder.is_dir():
         raise FileNotFoundError(f"no such folder of vectors: {folder}")
     manifest_path = folder / MANIFEST_NAME
+    if not manifest_path.is_file() and not any(
+        _SHARD_FILE.fullmatch(name) for name in os.listdir(folder)
+    ):
+        raise ValueError(
+            f"{folder} is not a folder of vectors: it has no {MANIFEST_NAME} and no "
+            "shards"
+        )
     if not manifest_path.is_file():
         raise ValueError(
             f"{folder} is not a complete folder of vectors: it has no {MANIFEST_NAME} "
