@@ -34,6 +34,12 @@ def messy_encoded(codebook, messy):
     return vlad.encode_images(messy, codebook, n_jobs=2)
 
 
+def shard_file(folder, index, suffix):
+    """The one file of shard ``index`` ending in ``suffix``."""
+    (path,) = folder.glob(f"part-{index:05d}-*{suffix}")
+    return path
+
+
 def folder_bytes(folder):
     """Every file of a folder and its bytes."""
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
@@ -126,13 +132,23 @@ def test_a_folder_of_something_else_is_not_vectors(tmp_path):
 def test_shards_of_another_run_are_never_mixed_in(codebook, tmp_path):
     encode_images_to_folder(DATA, codebook, tmp_path / "a", shard_images=3)
     encode_images_to_folder(DATA, codebook, tmp_path / "b", shard_images=3, power=0.5)
-    for name in ("part-00001.npy", "part-00001.json"):
-        shutil.copyfile(tmp_path / "b" / name, tmp_path / "a" / name)
-    with pytest.raises(ValueError, match="part-00001.json belongs to another run"):
+    # Files of another run have other names: the manifest never leads to them.
+    assert shard_file(tmp_path / "a", 1, ".npy").name != (
+        shard_file(tmp_path / "b", 1, ".npy").name
+    )
+    # Another run's content under this run's name is refused by its key...
+    shutil.copyfile(
+        shard_file(tmp_path / "b", 1, ".json"), shard_file(tmp_path / "a", 1, ".json")
+    )
+    with pytest.raises(ValueError, match="part-00001-.*json belongs to another run"):
         open_shards(tmp_path / "a")
-    # Same record, other vectors: refused by shape.
-    np.save(tmp_path / "b" / "part-00002.npy", np.zeros((1, 512), np.float32))
-    with pytest.raises(ValueError, match="part-00002.npy is not the shard"):
+    # ... and vectors of another shape by their shape.
+    np.save(shard_file(tmp_path / "b", 2, ".npy"), np.zeros((1, 512), np.float32))
+    with pytest.raises(ValueError, match="part-00002-.*npy is not the shard"):
+        open_shards(tmp_path / "b")
+    # A replacing run removes the files a reader would follow: an error.
+    shard_file(tmp_path / "b", 0, ".json").unlink()
+    with pytest.raises(ValueError, match="part-00000-.*json is missing"):
         open_shards(tmp_path / "b")
 
 
@@ -144,8 +160,8 @@ def test_folders_are_replaced_only_when_asked(codebook, tmp_path):
     assert len(replaced.blocks) == 1
     assert sorted(os.listdir(tmp_path / "v")) == [
         MANIFEST_NAME,
-        "part-00000.json",
-        "part-00000.npy",
+        shard_file(tmp_path / "v", 0, ".json").name,
+        shard_file(tmp_path / "v", 0, ".npy").name,
     ]
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine")
@@ -162,12 +178,12 @@ def test_resume_keeps_finished_shards_and_redoes_the_rest(codebook, tmp_path):
     shutil.copytree(reference, resumed)
     # As a killed run leaves it: no manifest, a shard missing, one unfinished.
     (resumed / MANIFEST_NAME).unlink()
-    (resumed / "part-00001.json").unlink()
-    (resumed / "part-00002.npy").unlink()
-    record = json.loads((resumed / "part-00000.json").read_bytes())
+    shard_file(resumed, 1, ".json").unlink()
+    shard_file(resumed, 2, ".npy").unlink()
+    record = json.loads(shard_file(resumed, 0, ".json").read_bytes())
     encode_images_to_folder(DATA, codebook, resumed, shard_images=2, resume=True)
     assert folder_bytes(resumed) == expected
-    assert json.loads((resumed / "part-00000.json").read_bytes()) == record
+    assert json.loads(shard_file(resumed, 0, ".json").read_bytes()) == record
     # Other options: nothing is kept, the result is the other run's.
     encode_images_to_folder(
         DATA, codebook, resumed, shard_images=2, resume=True, power=0.5
@@ -179,9 +195,9 @@ def test_resume_keeps_finished_shards_and_redoes_the_rest(codebook, tmp_path):
 def test_resume_keeps_a_shard_it_need_not_remake(codebook, tmp_path):
     encode_images_to_folder(DATA, codebook, tmp_path / "v", shard_images=4)
     # A marker row in a finished shard (same shape and key) shows it was kept.
-    marked = np.load(tmp_path / "v" / "part-00000.npy")
+    marked = np.load(shard_file(tmp_path / "v", 0, ".npy"))
     marked[0] = 7.0
-    np.save(tmp_path / "v" / "part-00000.npy", marked)
+    np.save(shard_file(tmp_path / "v", 0, ".npy"), marked)
     (tmp_path / "v" / MANIFEST_NAME).unlink()
     shards = encode_images_to_folder(
         DATA, codebook, tmp_path / "v", shard_images=4, resume=True

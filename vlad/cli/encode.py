@@ -140,9 +140,9 @@ def encode(
       NAME.json       codebook fingerprint, parameters, skipped and empty images
     An output without a suffix is a folder of shards, written as vectors are
     made, in memory that does not grow with the number of images:
-      NAME/part-00000.npy   vectors of the images of one shard
-      NAME/part-00000.json  their names (any file name) and what made them
-      NAME/manifest.json    written last: as NAME.json, and the shards
+      NAME/part-00000-KEY.npy   vectors of the images of one shard
+      NAME/part-00000-KEY.json  their names (any file name), what made them
+      NAME/manifest.json        written last: as NAME.json, and the shards
     An interrupted run into a folder continues with --resume.
 
     An unreadable file is skipped (and listed in the record); an image without

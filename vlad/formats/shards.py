@@ -2,11 +2,11 @@
 
 A folder of shards holds::
 
-    part-00000.npy   (n_rows, n_dimensions) float32 vectors of some images
-    part-00000.json  their names, the images skipped or empty, and a key
+    part-00000-KEY.npy   (n_rows, n_dimensions) float32 vectors of some images
+    part-00000-KEY.json  their names, the images skipped or empty, and the key
     ...
-    manifest.json    written last: the shards, their row counts and keys, the
-                     codebook's fingerprint and the options of the run
+    manifest.json        written last: the shards, their row counts and keys,
+                         the codebook's fingerprint and the options of the run
 
 Each shard covers a fixed number of the images found (its rows are the
 readable ones among them) and is written atomically, its ``.json`` after its
@@ -14,10 +14,12 @@ readable ones among them) and is written atomically, its ``.json`` after its
 only when every shard is, and readers read nothing without it, so an
 interrupted run is never read. A shard's key is a hash of what made it (the
 codebook's fingerprint, the options, its images' names, sizes and
-modification times): a reader checks that every shard's key is the one the
-manifest names, so a run replacing the folder meanwhile is never mixed with
-it, and a resumed run keeps exactly the shards that the same run would write
-again. Names are JSON strings (see :mod:`vlad.formats.names`).
+modification times; its first 16 hex digits, KEY, name its files): a run
+with other settings writes files of other names, so a reader following a
+manifest never opens another run's (it fails if a replacing run has removed
+them), a reader checks each shard's recorded key and shape, and a resumed
+run keeps exactly the shards that the same run would write again. Names are
+JSON strings (see :mod:`vlad.formats.names`).
 """
 
 from __future__ import annotations
@@ -43,18 +45,21 @@ __all__ = [
 ]
 
 MANIFEST_NAME = "manifest.json"
-_SHARD_FILE = re.compile(r"part-\d{5}\.(npy|json)")
+_SHARD_FILE = re.compile(r"part-\d{5}-[0-9a-f]{16}\.(npy|json)")
 
 
-def shard_names(index: int) -> tuple[str, str]:
-    """The vectors and record file names of shard ``index``.
+def shard_names(index: int, key: str) -> tuple[str, str]:
+    """The vectors and record file names of shard ``index`` made with ``key``.
+
+    The key is in the names, so that a run with other settings never writes
+    files of the same name: a reader of one run never opens another's.
 
     Examples
     --------
-    >>> shard_names(3)
-    ('part-00003.npy', 'part-00003.json')
+    >>> shard_names(3, "0123456789abcdef" * 4)
+    ('part-00003-0123456789abcdef.npy', 'part-00003-0123456789abcdef.json')
     """
-    stem = f"part-{index:05d}"
+    stem = f"part-{index:05d}-{key[:16]}"
     return f"{stem}.npy", f"{stem}.json"
 
 
@@ -147,7 +152,7 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
         ) from None
     blocks, names = [], []
     for index, (key, n_rows) in enumerate(entries):
-        vectors_name, record_name = shard_names(index)
+        vectors_name, record_name = shard_names(index, str(key))
         record = _read_json(folder / record_name)
         if record.get("key") != key:
             raise ValueError(
@@ -230,7 +235,7 @@ class ShardWriter:
     def finished(self, index: int, key: str, n_dimensions: int) -> dict | None:
         """The record of shard ``index`` if it is complete and was made with
         ``key``; None if it must be (re)written."""
-        vectors_name, record_name = shard_names(index)
+        vectors_name, record_name = shard_names(index, key)
         try:
             record = json.loads((self.folder / record_name).read_bytes())
             vectors = read_numpy_file(self.folder / vectors_name, "shard", mmap=True)
@@ -250,7 +255,7 @@ class ShardWriter:
     def write(self, index: int, vectors: np.ndarray, record: dict) -> None:
         """Write shard ``index`` atomically: its vectors, then its record
         (``record["names"]`` names the rows; ``record["key"]`` what made them)."""
-        vectors_name, record_name = shard_names(index)
+        vectors_name, record_name = shard_names(index, record["key"])
         record_text = json.dumps(record).encode()
         with atomic_writes(
             self.folder / vectors_name, self.folder / record_name, overwrite=True
@@ -264,7 +269,11 @@ class ShardWriter:
         Shards beyond those ``manifest["shards"]`` lists (left by a run with
         larger shards, resumed with smaller ones) are removed first.
         """
-        kept = {name for i in range(len(manifest["shards"])) for name in shard_names(i)}
+        kept = {
+            name
+            for index, entry in enumerate(manifest["shards"])
+            for name in shard_names(index, entry["key"])
+        }
         for name in sorted(os.listdir(self.folder)):
             if _SHARD_FILE.fullmatch(name) and name not in kept:
                 (self.folder / name).unlink(missing_ok=True)
