@@ -262,7 +262,7 @@ def test_fit_codebook(descriptors, n_clusters, sample, seed, algorithm, max_iter
                     "algorithm", "max_iter", "centres", "at least"),
         )  # fmt: skip
         return
-    assert codebook.centers.shape == (n_clusters, descriptors.shape[1])
+    assert codebook.centers.shape == (n_clusters, descriptors.shape[-1])
     assert _finite(codebook.centers)
 
 

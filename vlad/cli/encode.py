@@ -11,7 +11,6 @@ from vlad.cli.options import (
     descriptor_options,
     input_argument,
     jobs_option,
-    output_option,
     overwrite_option,
     verbosity_options,
 )
@@ -19,17 +18,28 @@ from vlad.cli.reporting import (
     check_outputs,
     count,
     library_errors,
+    printable,
     progress_bar,
     report_skipped,
 )
 from vlad.core.aggregators import AGGREGATORS
 from vlad.core.options import EncodingOptions
 from vlad.formats.vectors import save_vectors, vector_file_paths
-from vlad.images.batch import encode_images
+from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
+from vlad.images.sharded import SHARD_IMAGES, encode_images_to_folder
 
 __all__ = ["encode"]
 
 logger = logging.getLogger("vlad.cli")
+
+
+def _check_output(ctx, param, value: Path) -> Path:
+    """A `.npy` file, or a folder: a name without a suffix."""
+    if value.suffix and value.suffix.lower() != ".npy":
+        raise click.BadParameter(
+            f"must end in .npy, or have no suffix for a folder; got {str(value)!r}"
+        )
+    return value
 
 
 @click.command(short_help="Encode images as VLAD vectors with a codebook.")
@@ -41,8 +51,14 @@ logger = logging.getLogger("vlad.cli")
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help='Codebook file from "vlad fit".',
 )
-@output_option(
-    ".npy", "Vectors file to write (.npy); NAME.names.txt and NAME.json go beside it."
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    callback=_check_output,
+    help="Vectors to write: NAME.npy (with NAME.names.txt and NAME.json beside "
+    "it), or a folder of shards NAME (no suffix).",
 )
 @click.option(
     "--aggregator",
@@ -76,6 +92,20 @@ logger = logging.getLogger("vlad.cli")
     show_default=True,
     help="L2-normalise each whole vector.",
 )
+@click.option(
+    "--shard-images",
+    type=click.IntRange(min=1),
+    default=SHARD_IMAGES,
+    show_default=True,
+    help="Images each shard of a folder covers (a multiple of "
+    f"{ENCODE_CHUNK_IMAGES} above {ENCODE_CHUNK_IMAGES}).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Finish an interrupted run into a folder: keep the shards it wrote "
+    "with the same codebook, options and images; make the others.",
+)
 @descriptor_options(from_codebook=True)
 @jobs_option
 @overwrite_option
@@ -89,6 +119,8 @@ def encode(
     intra: bool,
     mass: bool,
     l2: bool,
+    shard_images: int,
+    resume: bool,
     descriptor_options: dict,
     n_jobs: int | None,
     overwrite: bool,
@@ -102,25 +134,47 @@ def encode(
     of another kind (RootSIFT or SIFT, detected or dense keypoints).
 
     \b
-    Writes three files:
+    An output ending in .npy is three files, for collections that fit in memory:
       NAME.npy        (n_images, K * 128) float32 vectors, one row per image
       NAME.names.txt  the image of each row, one name per line
       NAME.json       codebook fingerprint, parameters, skipped and empty images
+    An output without a suffix is a folder of shards, written as vectors are
+    made, in memory that does not grow with the number of images:
+      NAME/part-00000-KEY.npy   vectors of the images of one shard
+      NAME/part-00000-KEY.json  their names (any file name), what made them
+      NAME/manifest.json        written last: as NAME.json, and the shards
+    An interrupted run into a folder continues with --resume.
 
-    An unreadable file is skipped (and listed in NAME.json); an image without
+    An unreadable file is skipped (and listed in the record); an image without
     keypoints gets a zero row.
 
     \b
     Example:
         vlad encode data --codebook codebook.npz -o vectors.npy
     """
+    options = EncodingOptions(
+        aggregator=aggregator, power=power, intra=intra, l2=l2, mass=mass
+    )
+    if output.suffix.lower() != ".npy":
+        _encode_to_folder(
+            inputs,
+            codebook,
+            output,
+            options,
+            shard_images=shard_images,
+            resume=resume,
+            descriptor_options=descriptor_options,
+            n_jobs=n_jobs,
+            overwrite=overwrite,
+            verbosity=verbosity,
+        )
+        return
+    if resume:
+        raise click.UsageError("--resume needs a folder output (a name without .npy)")
     with library_errors():
         outputs = vector_file_paths(output)
     check_outputs(outputs, overwrite)
     with library_errors(), progress_bar(verbosity, "Encoding") as progress:
-        options = EncodingOptions(
-            aggregator=aggregator, power=power, intra=intra, l2=l2, mass=mass
-        )
         result = encode_images(
             inputs,
             codebook,
@@ -147,3 +201,45 @@ def encode(
         *outputs,
     )
     report_skipped(result.report)
+
+
+def _encode_to_folder(
+    inputs, codebook, output, options, *, verbosity, overwrite, resume, **settings
+) -> None:
+    """``vlad encode`` into a folder of shards."""
+    if not output.parent.is_dir():
+        raise click.ClickException(
+            f"the folder of {printable(str(output))} does not exist"
+        )
+    if output.exists() and not (overwrite or resume):
+        raise click.ClickException(
+            f"{printable(str(output))} already exists; pass --overwrite to replace "
+            "it or --resume to finish it"
+        )
+    with library_errors(), progress_bar(verbosity, "Encoding") as progress:
+        shards = encode_images_to_folder(
+            inputs,
+            codebook,
+            output,
+            options,
+            progress=progress,
+            overwrite=overwrite,
+            resume=resume,
+            **settings,
+        )
+    logger.info(
+        "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, in %s",
+        count(shards.shape[0], "image"),
+        *shards.shape,
+        shards.record["codebook"]["fingerprint"],
+        output,
+        count(len(shards.blocks), "shard"),
+    )
+    report_skipped(
+        BatchReport(
+            shards.record["n_found"],
+            shards.names,
+            {entry["name"]: entry["reason"] for entry in shards.record["skipped"]},
+            shards.record["empty"],
+        )
+    )

@@ -44,7 +44,14 @@ logger = logging.getLogger("vlad.cli")
     type=click.IntRange(min=1),
     default=100_000,
     show_default=True,
-    help="Fit on at most this many descriptors, drawn at random.",
+    help="Fit on a uniform sample of at most this many descriptors.",
+)
+@click.option(
+    "--per-image",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Offer at most this many descriptors of each image to the sample, "
+    "drawn at random (default: all).",
 )
 @click.option(
     "--seed",
@@ -62,6 +69,7 @@ def fit(
     n_clusters: int,
     output: Path,
     sample: int,
+    per_image: int | None,
     seed: int,
     descriptor_options: dict,
     n_jobs: int | None,
@@ -72,8 +80,10 @@ def fit(
 
     INPUT... are image folders and files as for "vlad extract", or one
     descriptors file: an .npz from "vlad extract", or an .npy of shape (N, F)
-    or (T, L, F). The codebook records the descriptor options, and "vlad
-    encode" makes descriptors the same way.
+    or (T, L, F). Images are read as a stream: memory holds a uniform sample
+    of --sample descriptors (reservoir sampling, seeded by --seed), never every
+    image's. The codebook records the descriptor options, and "vlad encode"
+    makes descriptors the same way.
 
     \b
     Example:
@@ -85,6 +95,7 @@ def fit(
             inputs,
             n_clusters,
             sample=sample,
+            per_image=per_image,
             seed=seed,
             descriptor_options=descriptor_options,
             n_jobs=n_jobs,

@@ -20,7 +20,7 @@ logger = logging.getLogger("vlad.cli")
 
 
 @click.command(short_help="Index VLAD vectors for search.")
-@click.argument("vectors", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("vectors", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o",
     "--output",
@@ -81,7 +81,7 @@ def index(
     verbosity: int,
 ) -> None:
     """Index the VLAD vectors of "vlad encode" (VECTORS.npy, its names beside
-    it) for "vlad search".
+    it, or a folder of shards) for "vlad search".
 
     Images without descriptors (all-zero vectors) are kept by name but never
     returned as matches. The folder is written whole or not at all.

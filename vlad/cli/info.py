@@ -15,11 +15,11 @@ __all__ = ["info"]
 
 
 @click.command(short_help="Show what a codebook, descriptors or vectors file holds.")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(file: Path, as_json: bool) -> None:
     """Show what FILE holds: a codebook or descriptor sets (.npz), or vectors
-    (.npy, with its .names.txt and .json beside it).
+    (.npy, with its .names.txt and .json beside it, or a folder of shards).
 
     The file, its kind, shapes and fingerprint are what vlad computes, never
     what the file's record claims; control characters in names and records

@@ -133,7 +133,7 @@ def search(
 ) -> None:
     """Search INDEX (from "vlad index") for the best images of each QUERY.
 
-    QUERY... is a vectors file from "vlad encode" (QUERY.npy), a descriptors
+    QUERY... is a vectors file or folder from "vlad encode", a descriptors
     file from "vlad extract", or image files and folders; descriptors and
     images are encoded with --codebook as the index's vectors were. A query
     without descriptors finds nothing, and says why.

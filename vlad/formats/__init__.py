@@ -6,6 +6,9 @@
   appears meanwhile, leaving nothing behind when killed;
 - :mod:`vlad.formats.vectors`: ``vectors.npy`` with its ``.names.txt`` and
   ``.json``;
+- :mod:`vlad.formats.shards`: folders of vector shards, committed by a
+  manifest written last;
+- :mod:`vlad.formats.names`: image names on disk, any file name;
 - :mod:`vlad.formats.descriptor_files`: descriptors given as a file;
 - :mod:`vlad.formats.info`: what a file holds (``vlad info``).
 

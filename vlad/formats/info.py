@@ -17,6 +17,7 @@ from vlad.formats.files import (
     read_numpy_file,
     read_record_archive,
 )
+from vlad.formats.shards import is_shard_folder, open_shards
 from vlad.formats.vectors import load_vectors, vector_file_paths
 
 __all__ = ["describe_file"]
@@ -43,7 +44,8 @@ def describe_file(path: str | os.PathLike) -> dict:
     path : path-like
         A codebook or descriptor sets ``.npz`` (from :meth:`Codebook.save`,
         :meth:`DescriptorSets.save` or the ``vlad`` command), a vectors ``.npy``
-        with its record (see :mod:`vlad.formats.vectors`) or any other ``.npy``.
+        with its record (see :mod:`vlad.formats.vectors`), a folder of vector
+        shards (see :mod:`vlad.formats.shards`) or any other ``.npy``.
 
     Returns
     -------
@@ -74,6 +76,8 @@ def describe_file(path: str | os.PathLike) -> dict:
     ('codebook', 2, 8)
     """
     path = Path(path)
+    if is_shard_folder(path):
+        return _describe_folder(path)
     if not path.is_file():
         if path.exists():  # a folder, a named pipe, a device
             raise ValueError(f"{path} is not a vlad file: it is not a regular file")
@@ -95,6 +99,27 @@ def describe_file(path: str | os.PathLike) -> dict:
         f"{path} is not a vlad file: expected a codebook or descriptor sets .npz, "
         "or a vectors .npy"
     )
+
+
+def _describe_folder(path: Path) -> dict:
+    """A folder of vector shards, read a shard at a time."""
+    shards = open_shards(path)
+    summary = {
+        "file": str(path),
+        "kind": "vectors",
+        "n_images": shards.shape[0],
+        "n_dimensions": shards.shape[1],
+        "dtype": shards.dtype.name,
+        "all_finite": all(all_finite(block) for block in shards.blocks),
+        "n_zero_rows": sum(
+            int(np.count_nonzero(~block.any(axis=1))) for block in shards.blocks
+        ),
+        "n_shards": len(shards.blocks),
+    }
+    for field in _VECTOR_RECORD_FIELDS:
+        if field in shards.record:
+            summary[field] = shards.record[field]
+    return summary
 
 
 def _npz_format(path: Path) -> str | None:

@@ -1,5 +1,8 @@
 """VLAD vector files: ``vectors.npy`` beside ``vectors.names.txt`` and ``vectors.json``.
 
+(Or a folder of shards, read by :func:`load_vectors` too: see
+:mod:`vlad.formats.shards`.)
+
 ``vectors.npy`` holds the ``(n_images, n_clusters * n_features)`` float32
 vectors, ``vectors.names.txt`` one image name per line in row order, and
 ``vectors.json`` how they were made (codebook fingerprint, parameters, images
@@ -18,6 +21,8 @@ import numpy as np
 from vlad.core.finite import largest_magnitude
 from vlad.core.validation import all_finite
 from vlad.formats.files import atomic_writes, read_numpy_file
+from vlad.formats.names import names_from_lines, names_to_lines
+from vlad.formats.shards import ShardedVectors, is_shard_folder, open_shards
 
 __all__ = [
     "NAMES_SUFFIX",
@@ -98,13 +103,7 @@ def save_vectors(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
             f"got shape {vectors.shape}"
         )
-    broken = next((name for name in names if "\n" in name or "\r" in name), None)
-    if broken is not None:
-        raise ValueError(
-            f"names must not hold line breaks (one name per line); got {broken!r}"
-        )
-    # Undecodable bytes in file names round-trip instead of failing here.
-    names_text = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
+    names_text = names_to_lines(names)
     # Serialised before any file is touched: a record that cannot be written
     # leaves all three files as they were.
     record_text = (json.dumps(record, indent=2) + "\n").encode()
@@ -124,19 +123,23 @@ def save_vectors(
 
 def load_vectors(
     path: str | os.PathLike, *, mmap: bool = False
-) -> tuple[np.ndarray, list[str] | None, dict | None]:
-    """Read a vectors file and, where they exist, its names and record.
+) -> tuple[np.ndarray | ShardedVectors, list[str] | None, dict | None]:
+    """Read a vectors file or folder of shards, with its names and record.
 
     Parameters
     ----------
     path : path-like
-        The ``.npy`` file.
+        The ``.npy`` file (with, where they exist, its ``.names.txt`` and
+        ``.json``), or a folder of shards written by ``vlad encode`` (see
+        :mod:`vlad.formats.shards`), which always has names and a record.
     mmap : bool, default=False
-        Map the vectors read-only instead of reading them into memory.
+        Map the vectors read-only instead of reading them into memory. For a
+        folder, the vectors are then a :class:`ShardedVectors`: one mapped
+        block per shard, concatenated only by ``np.asarray``.
 
     Returns
     -------
-    vectors : ndarray of shape (n_images, n_dimensions)
+    vectors : ndarray or ShardedVectors of shape (n_images, n_dimensions)
     names : list of str or None
     record : dict or None
 
@@ -145,8 +148,13 @@ def load_vectors(
     FileNotFoundError
         No such file.
     ValueError
-        Not a readable 2-D ``.npy``, or a names file of another length.
+        Not a readable 2-D ``.npy``, a names file of another length, or an
+        incomplete folder of shards.
     """
+    if is_shard_folder(path):
+        shards = open_shards(path)
+        vectors = shards if mmap else np.asarray(shards)
+        return vectors, shards.names, shards.record
     vectors_path, names_path, record_path = vector_file_paths(path)
     vectors = read_numpy_file(vectors_path, "vectors file", mmap=mmap)
     if not isinstance(vectors, np.ndarray):
@@ -161,10 +169,7 @@ def load_vectors(
         )
     names = None
     if names_path.is_file():
-        text = names_path.read_bytes().decode(errors="surrogateescape")
-        names = text.split("\n")
-        if names[-1] == "":
-            names.pop()
+        names = names_from_lines(names_path.read_bytes())
         if len(names) != vectors.shape[0]:
             raise ValueError(
                 f"{names_path} holds {len(names)} names for {vectors.shape[0]} vectors"

@@ -24,6 +24,7 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.sampling import DescriptorReservoir
 from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
 from vlad.images.files import ImageFile, ImageReadError, walk_images
@@ -34,10 +35,15 @@ __all__ = [
     "ENCODE_CHUNK_IMAGES",
     "BatchReport",
     "EncodedImages",
+    "check_same_kind",
+    "descriptor_options_for",
     "encode_images",
     "extract_images",
+    "extract_in_order",
     "fit_codebook_to_images",
+    "keep_readable",
     "read_descriptor_sets",
+    "walk_batch",
 ]
 
 logger = logging.getLogger(__name__)
@@ -186,9 +192,9 @@ def extract_images(
     True
     """
     options = SiftOptions(**(descriptor_options or {}))
-    images, report = _walk(inputs)
-    features = _keep_readable(
-        _extract_in_order(images, options, n_jobs, progress), report
+    images, report = walk_batch(inputs)
+    features = keep_readable(
+        extract_in_order(images, options, n_jobs, progress), report
     )
     _check_any_read(report, inputs)
     sets = DescriptorSets.from_list(
@@ -257,6 +263,7 @@ def fit_codebook_to_images(
     n_clusters: int = 64,
     *,
     sample: int | None = 100_000,
+    per_image: int | None = None,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
     n_jobs: int | None = None,
@@ -264,12 +271,22 @@ def fit_codebook_to_images(
 ) -> tuple[Codebook, BatchReport]:
     """Fit a codebook on the descriptors of images (or of a descriptors file).
 
+    Images are described as they are read, their descriptors kept in a uniform
+    sample (:class:`vlad.core.sampling.DescriptorReservoir`), so memory holds
+    the sample, never every image's descriptors (all are kept when fewer).
+
     Parameters
     ----------
     inputs : path-like or sequence of path-like
         As in :func:`read_descriptor_sets`.
-    n_clusters, sample, seed
-        As in :func:`vlad.fit_codebook`.
+    n_clusters, seed
+        As in :func:`vlad.fit_codebook`; ``seed`` also seeds the sample.
+    sample : int or None, default=100_000
+        Descriptors in the uniform sample k-means is fitted on; None fits on
+        all (held in memory at once).
+    per_image : int or None, default=None
+        Offer at most this many descriptors of each image (drawn at random)
+        to the sample; None offers all.
     descriptor_options, n_jobs, progress
         As in :func:`extract_images`; only for images.
 
@@ -284,10 +301,33 @@ def fit_codebook_to_images(
     --------
     vlad.fit_codebook : The same on descriptors in memory.
     """
-    sets, report = read_descriptor_sets(
-        inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+    if sample is None:
+        sets, report = read_descriptor_sets(
+            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+        )
+        return fit_codebook(sets, n_clusters, sample=None, seed=seed), report
+    if descriptor_file_in(inputs) is not None:
+        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        blocks: Iterable[np.ndarray] = (sets[i] for i in range(len(sets)))
+        n_features, metadata = sets.n_features, sets.metadata
+    else:
+        options = SiftOptions(**(descriptor_options or {}))
+        images, report = walk_batch(inputs)
+        results = extract_in_order(images, options, n_jobs, progress)
+        blocks = (
+            descriptors
+            for chunk in _chunks(results, ENCODE_CHUNK_IMAGES)
+            for _, descriptors in keep_readable(chunk, report)
+        )
+        n_features, metadata = N_FEATURES, options.record()
+    reservoir = DescriptorReservoir(sample, n_features, per_image=per_image, seed=seed)
+    for descriptors in blocks:
+        reservoir.add(descriptors)
+    _check_any_read(report, inputs)
+    training = DescriptorSets.from_list(
+        [reservoir.sample], n_features=n_features, metadata=metadata
     )
-    codebook = fit_codebook(sets, n_clusters, sample=sample, seed=seed)
+    codebook = fit_codebook(training, n_clusters, sample=sample, seed=seed)
     return codebook, report
 
 
@@ -363,29 +403,29 @@ def encode_images(
     input_list = [str(path) for path in _as_list(inputs)]
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
-        _check_same_kind(sets.metadata, codebook)
+        check_same_kind(sets.metadata, codebook)
         vectors = encode(sets, codebook, options, n_jobs=n_jobs)
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, options
         )
-    sift_options = _options_for(codebook, descriptor_options)
+    sift_options = descriptor_options_for(codebook, descriptor_options)
     logger.debug(
         "descriptors: %s, max_side=%d, max_keypoints=%d",
         sift_options.kind,
         sift_options.max_side,
         sift_options.max_keypoints,
     )
-    _check_same_kind(sift_options, codebook)
+    check_same_kind(sift_options, codebook)
     check_n_features(N_FEATURES, codebook.n_features)
-    images, report = _walk(inputs)
+    images, report = walk_batch(inputs)
     # SIFT descriptors are float32, and so are their vectors.
     vectors = np.zeros(
         (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
     )
-    results = _extract_in_order(images, sift_options, n_jobs, progress)
+    results = extract_in_order(images, sift_options, n_jobs, progress)
     for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
         start = len(report.names)
-        blocks = [descriptors for _, descriptors in _keep_readable(chunk, report)]
+        blocks = [descriptors for _, descriptors in keep_readable(chunk, report)]
         if blocks:
             sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
             vectors[start : start + len(blocks)] = encode(
@@ -409,7 +449,9 @@ def _as_list(inputs: PathOrPaths) -> list:
     return list(inputs)
 
 
-def _options_for(codebook: Codebook, descriptor_options: Mapping | None) -> SiftOptions:
+def descriptor_options_for(
+    codebook: Codebook, descriptor_options: Mapping | None
+) -> SiftOptions:
     """The codebook's recorded descriptor options (defaults if it has none,
     with a warning), with ``descriptor_options`` replacing some."""
     record = _descriptor_record(codebook)
@@ -443,7 +485,7 @@ def _sift_options_of(record, whose: str) -> SiftOptions | None:
         raise ValueError(f"{whose} holds {error}") from None
 
 
-def _check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebook):
+def check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebook):
     """Raise ``ValueError`` if descriptors (their options or their record)
     differ in kind from the codebook's, when both are known: another
     extractor, or SIFT made another way."""
@@ -471,10 +513,12 @@ def _check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebo
         )
 
 
-def _walk(inputs: PathOrPaths) -> tuple[list[ImageFile], BatchReport]:
+def walk_batch(
+    inputs: PathOrPaths, *, line_breaks: bool = False
+) -> tuple[list[ImageFile], BatchReport]:
     """The images of ``inputs`` and a report that lists (and logs) the
-    sub-folders that could not be walked."""
-    images, problems = walk_images(inputs)
+    sub-folders that could not be walked (see :func:`walk_images`)."""
+    images, problems = walk_images(inputs, line_breaks=line_breaks)
     for name, reason in problems.items():
         logger.warning("skipped %s: %s", name, reason)
     return images, BatchReport(len(images) + len(problems), [], problems, [])
@@ -491,7 +535,7 @@ def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
         )
 
 
-def _keep_readable(
+def keep_readable(
     results: Iterable[tuple[ImageFile, Features | ImageReadError]],
     report: BatchReport,
 ) -> list[Features]:
@@ -532,7 +576,7 @@ def _describe_file(
         return image, error
 
 
-def _extract_in_order(
+def extract_in_order(
     images: Sequence[ImageFile],
     options: SiftOptions,
     n_jobs: int | None,

@@ -129,8 +129,18 @@ def find_images(
 
 def walk_images(
     inputs: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    line_breaks: bool = False,
 ) -> tuple[list[ImageFile], dict[str, str]]:
     """:func:`find_images`'s images, and the sub-folders it could not walk.
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+    line_breaks : bool, default=False
+        Keep images whose name holds a line break (for outputs that store
+        any name, such as folders of vector shards); otherwise they are
+        problems.
 
     Returns
     -------
@@ -172,9 +182,10 @@ def walk_images(
             problems[_output_name(root, relative_name, several)] = reason
         for path, relative_name in found:
             key = _identity(path)
-            if "\n" in relative_name or "\r" in relative_name:
+            if not line_breaks and ("\n" in relative_name or "\r" in relative_name):
                 problems[_output_name(root, relative_name, several)] = (
-                    "its name holds a line break, which lists of names cannot hold"
+                    "its name holds a line break, which lists of names cannot hold "
+                    "(a folder of vector shards can)"
                 )
             elif key not in seen:
                 seen.add(key)

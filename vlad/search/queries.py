@@ -16,6 +16,7 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.formats.descriptor_files import descriptor_file_in
+from vlad.formats.shards import MANIFEST_NAME
 from vlad.formats.vectors import load_vectors
 from vlad.images.batch import BatchReport, encode_images, read_descriptor_sets
 from vlad.images.pool import Progress
@@ -106,10 +107,9 @@ def read_queries(
             index.source,
             f"the codebook has fingerprint {codebook.fingerprint}",
         )
-    if (
-        len(paths) == 1
-        and Path(paths[0]).suffix.lower() == ".npy"
-        and Path(paths[0]).is_file()
+    if len(paths) == 1 and (
+        (Path(paths[0]).suffix.lower() == ".npy" and Path(paths[0]).is_file())
+        or (Path(paths[0]) / MANIFEST_NAME).is_file()
     ):
         return _vectors_file_queries(Path(paths[0]), index, keep_descriptors)
     if codebook is None:
