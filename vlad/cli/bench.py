@@ -144,7 +144,8 @@ def bench(
     cores and 6 GB of memory. search (2,000 queries against 100,000 vectors
     of 8,192 floats: exact search, the exact index and a faiss IVF-PQ index
     against the bare product; about 15 minutes and 8 GB) and search-small (a
-    tenth of the database) run only when named. Needs a source checkout (benchmarks/ beside vlad/).
+    tenth of the database) run only when named. Needs a source checkout
+    (benchmarks/ beside vlad/).
 
     \b
     Example:
