@@ -8,11 +8,20 @@ from numpy.typing import ArrayLike
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
 from vlad.formats.files import read_numpy_file
 
-__all__ = ["SCORE_CHUNK_BYTES", "ExactStore", "search_exact", "top_k"]
+__all__ = [
+    "MIN_DATABASE_BLOCK",
+    "SCORE_CHUNK_BYTES",
+    "ExactStore",
+    "search_exact",
+    "top_k",
+]
 
 #: Upper bound on the block of scores computed at once: large enough for the
 #: matrix product to run at full speed, small enough to stay far below memory.
 SCORE_CHUNK_BYTES = 64 << 20
+#: Database rows scored at once at the least: narrower products waste the
+#: BLAS kernels, wider ones leave fewer queries per pass over the database.
+MIN_DATABASE_BLOCK = 2048
 
 
 def search_exact(
@@ -95,11 +104,18 @@ def _search_valid(
     indices = np.empty((n_queries, k), dtype=np.int64)
     if n_queries == 0 or k == 0:
         return scores, indices
-    # Query blocks of at least 64 rows keep the product efficient; database
-    # blocks shrink instead when the database alone exceeds the budget.
+    # Each query block reads the whole database again, so query blocks are
+    # made as tall as the budget allows beside a database block of
+    # MIN_DATABASE_BLOCK rows (wide enough for the product to run at full
+    # speed); when every query fits in one block, the database block widens
+    # into what is left of the budget.
     score_rows = max(1, chunk_bytes // 4)
-    database_block = int(min(n_database, max(k, score_rows // 64)))
+    database_block = int(min(n_database, max(k, MIN_DATABASE_BLOCK)))
     query_block = int(max(1, min(n_queries, score_rows // database_block)))
+    if query_block == n_queries:
+        database_block = int(
+            min(n_database, max(database_block, score_rows // n_queries))
+        )
     for start in range(0, n_queries, query_block):
         stop = min(start + query_block, n_queries)
         best_scores, best_indices = None, None
