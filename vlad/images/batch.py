@@ -42,6 +42,7 @@ __all__ = [
     "extract_in_order",
     "fit_codebook_to_images",
     "keep_readable",
+    "path_list",
     "read_descriptor_sets",
     "walk_batch",
 ]
@@ -400,7 +401,7 @@ def encode_images(
         require_aggregator(options.aggregator)
     if not isinstance(codebook, Codebook):
         codebook = Codebook.load(codebook)
-    input_list = [str(path) for path in _as_list(inputs)]
+    input_list = [str(path) for path in path_list(inputs)]
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
         check_same_kind(sets.metadata, codebook)
@@ -442,7 +443,7 @@ def encode_images(
     )
 
 
-def _as_list(inputs: PathOrPaths) -> list:
+def path_list(inputs: PathOrPaths) -> list:
     """``inputs`` as a list of paths."""
     if isinstance(inputs, (str, os.PathLike)):
         return [inputs]
@@ -527,7 +528,7 @@ def walk_batch(
 def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
     """Raise ``ValueError`` if no image of the batch could be read."""
     if not report.names:
-        shown = ", ".join(str(path) for path in _as_list(inputs))
+        shown = ", ".join(str(path) for path in path_list(inputs))
         name, reason = next(iter(report.skipped.items()), ("", "none found"))
         raise ValueError(
             f"none of the {report.n_found} images in {shown} could be read "

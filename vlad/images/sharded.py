@@ -37,6 +37,7 @@ from vlad.images.batch import (
     encode_images,
     extract_in_order,
     keep_readable,
+    path_list,
     walk_batch,
 )
 from vlad.images.files import ImageFile
@@ -156,7 +157,7 @@ def encode_images_to_folder(
         "vlad_version": __version__,
         "layout": "shards",
         "shape": [0, n_dimensions],
-        "inputs": [str(path) for path in _as_list(inputs)],
+        "inputs": [str(path) for path in path_list(inputs)],
         "codebook": {
             "fingerprint": codebook.fingerprint,
             "n_clusters": codebook.n_clusters,
@@ -200,7 +201,7 @@ def encode_images_to_folder(
         writer.write(index, vectors, shards[index])
     n_rows = [len(shard["names"]) for shard in shards]
     if not sum(n_rows):
-        shown = ", ".join(str(path) for path in _as_list(inputs))
+        shown = ", ".join(str(path) for path in path_list(inputs))
         raise ValueError(f"none of the {len(images)} images in {shown} could be read")
     skipped = [
         {"name": name, "reason": reason} for name, reason in walk_report.skipped.items()
@@ -276,10 +277,3 @@ def _key(run: dict, images: list) -> str:
     """A hash of what makes a shard: the run's settings and its images."""
     text = json.dumps({"run": run, "images": images}, sort_keys=True)
     return hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
-
-
-def _as_list(inputs: PathOrPaths) -> list:
-    """``inputs`` as a list of paths."""
-    if isinstance(inputs, (str, os.PathLike)):
-        return [inputs]
-    return list(inputs)
