@@ -33,7 +33,7 @@ from vlad.formats.files import atomic_write
 from vlad.search import QueryExpansion, build_index
 from vlad.search.reranking import rerank_spatially
 
-__all__ = ["Prepared", "main", "prepare", "run_variants"]
+__all__ = ["Prepared", "dataset_counts", "main", "prepare", "run_variants"]
 
 #: Results per query: deep enough for mAP on a database of a few hundred.
 K = 100
@@ -231,7 +231,7 @@ def format_by_transform(row: dict) -> str:
     return "\n".join(lines)
 
 
-def _dataset_counts(dataset: Path) -> dict | None:
+def dataset_counts(dataset: Path) -> dict | None:
     """The counts the build recorded in ``dataset.json``, if it is there."""
     record = dataset / "dataset.json"
     if not record.is_file():
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         report = {
             "machine": machine_info(),
             "dataset": str(arguments.dataset),
-            "dataset_counts": _dataset_counts(arguments.dataset),
+            "dataset_counts": dataset_counts(arguments.dataset),
             "settings": vars(arguments) | {"dataset": None, "work": None, "json": None},
             "preparation_seconds": prepared.seconds,
             "variants": rows,

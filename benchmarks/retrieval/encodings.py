@@ -1,0 +1,235 @@
+"""Encoding switches on the retrieval benchmark: one table to choose defaults.
+
+::
+
+    python -m benchmarks.retrieval.encodings DATASET [--work DIR]
+        [--only LABEL ...] [--json PATH]
+
+Each variant extracts descriptors (cached in ``--work`` per extraction
+setting), fits a codebook on the database's descriptors, encodes the database
+and the queries, and searches exactly (:func:`vlad.search.build_index`, no
+re-ranking); it is evaluated with :func:`vlad.evaluation.evaluate`. The table
+gives mAP overall and per tier, Recall@1, the vector's size, and the time to
+turn one query image into a vector: extraction and encoding, each per image.
+A variant is a change from the library's defaults, so the first row is what a
+user gets without options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import vlad
+from benchmarks.report import machine_info
+from benchmarks.retrieval.run import K, dataset_counts
+from vlad.evaluation import evaluate, load_ground_truth
+from vlad.formats.files import atomic_write
+from vlad.search import build_index
+
+__all__ = ["VARIANTS", "EncodingVariant", "format_table", "main", "run_variant"]
+
+
+@dataclass(frozen=True)
+class EncodingVariant:
+    """One pipeline: extraction, codebook and encoding settings.
+
+    ``extraction`` holds keyword arguments of :func:`vlad.extract_images`'s
+    ``descriptor_options``; ``codebook`` those of :func:`vlad.fit_codebook`
+    (``n_clusters`` among them); ``encoding`` those of :func:`vlad.encode`.
+    ``adapt`` moves the fitted centres to the means of the database's
+    descriptors (:func:`vlad.adapt_codebook`).
+    """
+
+    label: str
+    extraction: dict = field(default_factory=dict)
+    codebook: dict = field(default_factory=dict)
+    encoding: dict = field(default_factory=dict)
+    adapt: bool = False
+
+    def record(self) -> dict:
+        """JSON-serialisable settings."""
+        return {
+            "extraction": self.extraction,
+            "codebook": self.codebook,
+            "encoding": self.encoding,
+            "adapt": self.adapt,
+        }
+
+
+#: The switches alone, then combinations; each a change from the defaults.
+VARIANTS = (
+    EncodingVariant("defaults"),
+    EncodingVariant("power 0.5", encoding={"power": 0.5}),
+    EncodingVariant("power 0.2", encoding={"power": 0.2}),
+    EncodingVariant("SIFT (not RootSIFT)", extraction={"root_sift": False}),
+    EncodingVariant("K=32", codebook={"n_clusters": 32}),
+    EncodingVariant("K=128", codebook={"n_clusters": 128}),
+    EncodingVariant("K=256", codebook={"n_clusters": 256}),
+    EncodingVariant("no intra", encoding={"intra": False}),
+    EncodingVariant("dense SIFT", extraction={"dense": True}),
+)
+
+
+def _extraction_key(extraction: dict) -> str:
+    text = json.dumps(extraction, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _descriptors(
+    dataset: Path, work: Path, extraction: dict, n_jobs: int | None
+) -> tuple[dict, dict]:
+    """Database and query descriptor sets for one extraction setting, cached,
+    and the seconds extraction took per image (measured on the first run)."""
+    folder = work / f"extraction-{_extraction_key(extraction)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    timing_file = folder / "seconds.json"
+    sets = {}
+    seconds = (
+        json.loads(timing_file.read_text()) if timing_file.is_file() else {}
+    )
+    for part in ("database", "queries"):
+        cache = folder / f"{part}.npz"
+        if cache.exists():
+            sets[part] = vlad.DescriptorSets.load(cache)
+            continue
+        start = time.perf_counter()
+        sets[part], _ = vlad.extract_images(
+            dataset / part, extraction or None, n_jobs=n_jobs
+        )
+        seconds[part] = (time.perf_counter() - start) / len(sets[part])
+        sets[part].save(cache)
+    with atomic_write(timing_file) as handle:
+        handle.write(json.dumps(seconds).encode())
+    return sets, seconds
+
+
+def run_variant(
+    variant: EncodingVariant,
+    dataset: Path,
+    work: Path,
+    ground_truth: dict,
+    n_jobs: int | None,
+) -> dict:
+    """Extract, fit, encode, search and evaluate one variant."""
+    sets, extraction_seconds = _descriptors(
+        dataset, work, variant.extraction, n_jobs
+    )
+    database, queries = sets["database"], sets["queries"]
+    settings = {"n_clusters": 64, "seed": 0} | variant.codebook
+    start = time.perf_counter()
+    codebook = vlad.fit_codebook(database, **settings)
+    if variant.adapt:
+        codebook = vlad.adapt_codebook(codebook, database)
+    fit_seconds = time.perf_counter() - start
+    database_vectors = vlad.encode(database, codebook, n_jobs=n_jobs, **variant.encoding)
+    start = time.perf_counter()
+    query_vectors = vlad.encode(queries, codebook, n_jobs=n_jobs, **variant.encoding)
+    encode_seconds = (time.perf_counter() - start) / len(queries)
+    index = build_index(database_vectors, database.names)
+    results = index.search(query_vectors, K, query_names=queries.names)
+    evaluation = evaluate(results.rankings(), ground_truth, ks=(1, 5, 10))
+    return {
+        "variant": variant.label,
+        "settings": variant.record(),
+        "dimensions": int(query_vectors.shape[1]),
+        "bytes_per_image": index.bytes_per_image,
+        "images_without_descriptors": {
+            "database": int(np.sum(database.lengths == 0)),
+            "queries": int(np.sum(queries.lengths == 0)),
+        },
+        "seconds": {
+            "fit": fit_seconds,
+            "extract_per_image": extraction_seconds.get("queries"),
+            "encode_per_image": encode_seconds,
+        },
+        "evaluation": evaluation.to_dict(),
+    }
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{1000 * value:.2f}"
+
+
+def format_table(rows: list[dict]) -> str:
+    """The variants as a Markdown table."""
+    header = [
+        "variant",
+        "dims",
+        "mAP",
+        "easy mAP",
+        "hard mAP",
+        "R@1",
+        "no descriptors (db/queries)",
+        "extract ms/image",
+        "encode ms/image",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for row in rows:
+        evaluation = row["evaluation"]
+        by_tag = evaluation["by_tag"]
+        empty = row["images_without_descriptors"]
+        cells = [
+            row["variant"],
+            str(row["dimensions"]),
+            _percent(evaluation["mean"]["mAP"]),
+            _percent(by_tag.get("easy", {}).get("mAP")),
+            _percent(by_tag.get("hard", {}).get("mAP")),
+            _percent(evaluation["mean"]["recall@1"]),
+            f"{empty['database']} / {empty['queries']}",
+            _ms(row["seconds"]["extract_per_image"]),
+            _ms(row["seconds"]["encode_per_image"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval.encodings")
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--work", type=Path)
+    parser.add_argument(
+        "--only", action="append", help="run only variants of these labels"
+    )
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--json", type=Path)
+    arguments = parser.parse_args(argv)
+    work = arguments.work or arguments.dataset / "work"
+    ground_truth = load_ground_truth(arguments.dataset / "ground_truth.json")
+    chosen = [
+        variant
+        for variant in VARIANTS
+        if not arguments.only or variant.label in arguments.only
+    ]
+    rows = []
+    for variant in chosen:
+        rows.append(
+            run_variant(variant, arguments.dataset, work, ground_truth, arguments.jobs)
+        )
+        print(format_table(rows[-1:]).splitlines()[-1], flush=True)
+    print(format_table(rows))
+    if arguments.json:
+        report = {
+            "machine": machine_info(),
+            "dataset_counts": dataset_counts(arguments.dataset),
+            "variants": rows,
+        }
+        with atomic_write(arguments.json) as handle:
+            handle.write((json.dumps(report, indent=1, default=str) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
