@@ -88,9 +88,7 @@ logger = logging.getLogger("vlad.cli")
 @jobs_option
 @overwrite_option
 @verbosity_options
-@click.pass_context
 def fit(
-    ctx: click.Context,
     inputs: tuple[Path, ...],
     n_clusters: int,
     output: Path,
@@ -122,7 +120,7 @@ def fit(
     check_outputs([output], overwrite)
     if adapt_from is not None or n_vocabularies > 1:
         _adapt_or_fit_vocabularies(
-            ctx, inputs, adapt_from, output, descriptor_options, n_jobs, verbosity
+            inputs, adapt_from, output, descriptor_options, n_jobs, verbosity
         )
         return
     with library_errors(), progress_bar(verbosity, "Describing") as progress:
@@ -151,7 +149,6 @@ def fit(
 
 
 def _adapt_or_fit_vocabularies(
-    ctx: click.Context,
     inputs: tuple[Path, ...],
     adapt_from: Path | None,
     output: Path,
@@ -160,6 +157,7 @@ def _adapt_or_fit_vocabularies(
     verbosity: int,
 ) -> None:
     """``vlad fit --adapt`` and ``vlad fit --vocabularies N``."""
+    ctx = click.get_current_context()
     params = ctx.params
     if adapt_from is not None:
         given = [
