@@ -2,11 +2,14 @@
 
 The pipeline on descriptors in memory (:mod:`vlad.core`): descriptor sets
 (:class:`DescriptorSets`), codebook (:func:`fit_codebook`), assignment
-(:func:`assign`), aggregation (:func:`aggregate`, :data:`AGGREGATORS`),
+(:func:`assign`), adaptation (:func:`adapt_codebook`), several vocabularies
+(:func:`fit_vocabularies`, :func:`stack_vocabularies`), aggregation
+(:func:`aggregate`, :data:`AGGREGATORS`),
 normalisation (:func:`normalize`), and all of them at once (:func:`encode`,
 set by :class:`EncodingOptions`). From images (:mod:`vlad.images`): SIFT
 descriptors (:func:`extract_sift`, :class:`SiftOptions`) and whole folders
-(:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`).
+(:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`,
+:func:`adapt_codebook_to_images`, :func:`fit_vocabularies_to_images`).
 Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
 :class:`VLADEncoder`, :class:`SIFTExtractor`. Accelerators
@@ -20,6 +23,7 @@ from vlad import datasets
 from vlad._version import __version__
 from vlad.backends.jax_encoder import JaxEncoder
 from vlad.backends.torch_encoder import TorchEncoder
+from vlad.core.adaptation import CodebookAdapter, adapt_codebook
 from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
 from vlad.core.assignment import assign
 from vlad.core.codebook import Codebook, fit_codebook
@@ -27,6 +31,11 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.normalization import normalize
 from vlad.core.options import EncodingOptions
+from vlad.core.vocabularies import (
+    fit_vocabularies,
+    split_vocabularies,
+    stack_vocabularies,
+)
 from vlad.formats.info import describe_file
 from vlad.formats.vectors import load_vectors, save_vectors
 from vlad.images.batch import (
@@ -38,11 +47,16 @@ from vlad.images.batch import (
 )
 from vlad.images.files import ImageReadError, find_images, read_image
 from vlad.images.sift import SiftOptions, extract_sift, root_sift
+from vlad.images.vocabularies import (
+    adapt_codebook_to_images,
+    fit_vocabularies_to_images,
+)
 
 __all__ = [
     "AGGREGATORS",
     "BatchReport",
     "Codebook",
+    "CodebookAdapter",
     "DescriptorSets",
     "EncodedImages",
     "EncodingOptions",
@@ -53,6 +67,8 @@ __all__ = [
     "TorchEncoder",
     "VLADEncoder",
     "__version__",
+    "adapt_codebook",
+    "adapt_codebook_to_images",
     "aggregate",
     "assign",
     "available_aggregators",
@@ -65,11 +81,15 @@ __all__ = [
     "find_images",
     "fit_codebook",
     "fit_codebook_to_images",
+    "fit_vocabularies",
+    "fit_vocabularies_to_images",
     "load_vectors",
     "normalize",
     "read_image",
     "root_sift",
     "save_vectors",
+    "split_vocabularies",
+    "stack_vocabularies",
 ]
 
 # Public names whose modules import scikit-learn's estimator machinery (about

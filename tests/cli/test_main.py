@@ -24,7 +24,7 @@ def test_every_command_has_help(command):
     result = run(*command, "--help")
     assert result.output.startswith("Usage: ")
     if command:
-        assert "Example:" in result.output
+        assert "Example:" in result.output or "Examples:" in result.output
 
 
 def test_version():

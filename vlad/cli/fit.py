@@ -22,6 +22,10 @@ from vlad.cli.reporting import (
     report_skipped,
 )
 from vlad.images.batch import fit_codebook_to_images
+from vlad.images.vocabularies import (
+    adapt_codebook_to_images,
+    fit_vocabularies_to_images,
+)
 
 __all__ = ["fit"]
 
@@ -60,6 +64,26 @@ logger = logging.getLogger("vlad.cli")
     show_default=True,
     help="Seed of the sample and of k-means: the same seed, the same codebook.",
 )
+@click.option(
+    "--vocabularies",
+    "n_vocabularies",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Fit this many vocabularies of K centres each, with seeds SEED, SEED+1, "
+    '..., into one codebook: "vlad encode" concatenates their vectors, to be '
+    'PCA-whitened together ("vlad index --pca D --whiten").',
+)
+@click.option(
+    "--adapt",
+    "adapt_from",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    metavar="CODEBOOK",
+    help="Adapt CODEBOOK to INPUT instead of fitting afresh: each centre moves to "
+    "the mean of INPUT's descriptors nearest to it (those without any stay). "
+    "Descriptors are made as CODEBOOK's were, except for the options given.",
+)
 @descriptor_options(from_codebook=False)
 @jobs_option
 @overwrite_option
@@ -71,6 +95,8 @@ def fit(
     sample: int,
     per_image: int | None,
     seed: int,
+    n_vocabularies: int,
+    adapt_from: Path | None,
     descriptor_options: dict,
     n_jobs: int | None,
     overwrite: bool,
@@ -86,10 +112,17 @@ def fit(
     makes descriptors the same way.
 
     \b
-    Example:
+    Examples:
         vlad fit data -k 16 -o codebook.npz
+        vlad fit data -k 16 --vocabularies 4 -o codebooks.npz
+        vlad fit mine/ --adapt generic.npz -o adapted.npz
     """
     check_outputs([output], overwrite)
+    if adapt_from is not None or n_vocabularies > 1:
+        _adapt_or_fit_vocabularies(
+            inputs, adapt_from, output, descriptor_options, n_jobs, verbosity
+        )
+        return
     with library_errors(), progress_bar(verbosity, "Describing") as progress:
         codebook, report = fit_codebook_to_images(
             inputs,
@@ -112,4 +145,82 @@ def fit(
         len(report.names),
         output,
     )
+    report_skipped(report)
+
+
+def _adapt_or_fit_vocabularies(
+    inputs: tuple[Path, ...],
+    adapt_from: Path | None,
+    output: Path,
+    descriptor_options: dict,
+    n_jobs: int | None,
+    verbosity: int,
+) -> None:
+    """``vlad fit --adapt`` and ``vlad fit --vocabularies N``."""
+    ctx = click.get_current_context()
+    params = ctx.params
+    if adapt_from is not None:
+        given = [
+            name
+            for name in ("n_clusters", "sample", "per_image", "seed", "n_vocabularies")
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            options = {
+                "n_clusters": "-k/--n-clusters",
+                "sample": "--sample",
+                "per_image": "--per-image",
+                "seed": "--seed",
+                "n_vocabularies": "--vocabularies",
+            }
+            raise click.UsageError(
+                f"{options[given[0]]} does not apply with --adapt: the adapted "
+                "codebook keeps the centres and vocabularies of "
+                f"{click.format_filename(adapt_from)}"
+            )
+    with library_errors(), progress_bar(verbosity, "Describing") as progress:
+        if adapt_from is not None:
+            codebook, report = adapt_codebook_to_images(
+                inputs,
+                adapt_from,
+                descriptor_options=descriptor_options,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
+        else:
+            codebook, report = fit_vocabularies_to_images(
+                inputs,
+                params["n_clusters"],
+                params["n_vocabularies"],
+                sample=params["sample"],
+                per_image=params["per_image"],
+                seed=params["seed"],
+                descriptor_options=descriptor_options,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
+        codebook.save(output, overwrite=params["overwrite"])
+    if adapt_from is not None:
+        record = codebook.metadata["adaptation"]
+        logger.info(
+            "wrote codebook %s adapted to %d descriptors of %d images (fingerprint "
+            "%s; %d centres without descriptors kept in place) to %s",
+            record["from"],
+            record["n_descriptors"],
+            len(report.names),
+            codebook.fingerprint,
+            record["n_empty_centers"],
+            output,
+        )
+    else:
+        logger.info(
+            "wrote a codebook of %d vocabularies of %d centres x %d features "
+            "(fingerprint %s), fitted on the descriptors of %d images, to %s",
+            codebook.n_vocabularies,
+            params["n_clusters"],
+            codebook.n_features,
+            codebook.fingerprint,
+            len(report.names),
+            output,
+        )
     report_skipped(report)

@@ -2,6 +2,8 @@
 
 - :mod:`vlad.core.descriptors`: ragged descriptor sets (flat rows + offsets);
 - :mod:`vlad.core.codebook`: k-means codebooks;
+- :mod:`vlad.core.adaptation`: codebooks adapted to a collection's descriptors;
+- :mod:`vlad.core.vocabularies`: several vocabularies in one codebook;
 - :mod:`vlad.core.assignment`: nearest-centre assignment;
 - :mod:`vlad.core.aggregators`: the interchangeable residual-sum strategies;
 - :mod:`vlad.core.normalization`: mass, power law, intra and global L2;

@@ -18,11 +18,17 @@ from vlad.core.validation import (
     check_finite,
     check_positive_int,
 )
-from vlad.formats.files import read_record_archive, save_record_archive
+from vlad.formats.files import (
+    check_format_version,
+    read_record_archive,
+    save_record_archive,
+)
 
 __all__ = ["FULL_KMEANS_MAX_SAMPLES", "Codebook", "as_centers", "fit_codebook"]
 
-FORMAT_VERSION = 1
+#: Version 2 files hold several vocabularies (``vocabulary_sizes``); a codebook
+#: of one vocabulary is still written as version 1.
+FORMAT_VERSION = 2
 #: Above this many sampled descriptors ``algorithm="auto"`` uses mini-batch k-means.
 FULL_KMEANS_MAX_SAMPLES = 50_000
 
@@ -37,13 +43,24 @@ class Codebook:
         JSON-serialisable record (seed, sample size, how the descriptors were
         made). ``metadata["descriptor"]`` describes the descriptors the codebook
         was fitted on, so that encoding can check it meets the same kind.
+    vocabulary_sizes : sequence of int, optional
+        Centres of each vocabulary when ``centers`` stacks several (positive,
+        summing to n_clusters); default one vocabulary of all the centres.
+        :func:`vlad.encode` encodes with each and concatenates the vectors.
 
     See Also
     --------
     fit_codebook : Fit a codebook with k-means.
+    vlad.stack_vocabularies : A codebook of several vocabularies.
     """
 
-    def __init__(self, centers: ArrayLike, metadata: dict | None = None):
+    def __init__(
+        self,
+        centers: ArrayLike,
+        metadata: dict | None = None,
+        *,
+        vocabulary_sizes: Sequence[int] | None = None,
+    ):
         self.centers = as_float_matrix(centers, "centers")
         if self.centers.shape[0] < 1 or self.centers.shape[1] < 1:
             raise ValueError(
@@ -52,6 +69,9 @@ class Codebook:
             )
         check_finite(self.centers, "centers")
         self.metadata = as_record(metadata, "metadata")
+        self.vocabulary_sizes = _as_vocabulary_sizes(
+            vocabulary_sizes, self.centers.shape[0]
+        )
 
     @property
     def n_clusters(self) -> int:
@@ -64,11 +84,19 @@ class Codebook:
         return self.centers.shape[1]
 
     @property
+    def n_vocabularies(self) -> int:
+        """Number of vocabularies stacked in ``centers`` (1 for most codebooks)."""
+        return len(self.vocabulary_sizes)
+
+    @property
     def fingerprint(self) -> str:
-        """SHA-256 of the centres' shape, dtype and bytes (first 16 hex digits)."""
+        """SHA-256 of the centres' shape, dtype and bytes, and of the vocabulary
+        sizes when there are several (first 16 hex digits)."""
         digest = hashlib.sha256()
         digest.update(f"{self.centers.shape}{self.centers.dtype.str}".encode())
         digest.update(self.centers.tobytes())
+        if self.n_vocabularies > 1:
+            digest.update(f"vocabularies{list(self.vocabulary_sizes)}".encode())
         return digest.hexdigest()[:16]
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
@@ -77,15 +105,19 @@ class Codebook:
         An existing file is replaced only with ``overwrite``, and never one
         that appears while this one is written (``FileExistsError``).
         """
+        several = self.n_vocabularies > 1
         save_record_archive(
             path,
             {
                 **self.metadata,
                 "format": "codebook",
-                "format_version": FORMAT_VERSION,
+                "format_version": FORMAT_VERSION if several else 1,
                 "n_clusters": self.n_clusters,
                 "n_features": self.n_features,
                 "dtype": self.centers.dtype.name,
+                **(
+                    {"vocabulary_sizes": list(self.vocabulary_sizes)} if several else {}
+                ),
             },
             overwrite=overwrite,
             centers=self.centers,
@@ -101,23 +133,60 @@ class Codebook:
             If the file is not a vlad codebook (one-line message).
         """
         arrays, metadata = read_record_archive(path, "codebook", ("centers",))
+        check_format_version(path, metadata, "vlad codebook file", FORMAT_VERSION)
         for key in ("format", "format_version", "n_clusters", "n_features", "dtype"):
             metadata.pop(key, None)
+        sizes = metadata.pop("vocabulary_sizes", None)
         try:
-            return cls(arrays["centers"], metadata)
+            return cls(arrays["centers"], metadata, vocabulary_sizes=sizes)
         except (TypeError, ValueError) as error:
             raise ValueError(f"{path} holds an invalid codebook: {error}") from None
 
     def __repr__(self) -> str:
+        several = (
+            f"vocabulary_sizes={list(self.vocabulary_sizes)}, "
+            if self.n_vocabularies > 1
+            else ""
+        )
         return (
             f"Codebook(n_clusters={self.n_clusters}, n_features={self.n_features}, "
-            f"dtype={self.centers.dtype}, fingerprint={self.fingerprint!r})"
+            f"{several}dtype={self.centers.dtype}, fingerprint={self.fingerprint!r})"
         )
 
 
+def _as_vocabulary_sizes(sizes, n_clusters: int) -> tuple[int, ...]:
+    """``vocabulary_sizes`` checked against the number of centres."""
+    if sizes is None:
+        return (n_clusters,)
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"vocabulary_sizes must be a sequence of positive integers; got {sizes!r}"
+        )
+    checked = tuple(check_positive_int(size, "vocabulary_sizes") for size in sizes)
+    if sum(checked) != n_clusters:
+        raise ValueError(
+            f"vocabulary_sizes must sum to the number of centres ({n_clusters}); "
+            f"got {list(checked)}"
+        )
+    return checked
+
+
 def as_centers(codebook: Codebook | ArrayLike) -> np.ndarray:
-    """Return the ``(K, F)`` centres of a :class:`Codebook` or array."""
+    """Return the ``(K, F)`` centres of a :class:`Codebook` or array.
+
+    Raises
+    ------
+    ValueError
+        A codebook of several vocabularies: its stacked centres are not one
+        vocabulary (:func:`vlad.encode` encodes with each in turn).
+    """
     if isinstance(codebook, Codebook):
+        if codebook.n_vocabularies > 1:
+            raise ValueError(
+                f"codebook holds {codebook.n_vocabularies} vocabularies (sizes "
+                f"{list(codebook.vocabulary_sizes)}) but this takes one: encode "
+                "with vlad.encode, or pass one of vlad.split_vocabularies(codebook)"
+            )
         return codebook.centers
     return Codebook(codebook).centers
 

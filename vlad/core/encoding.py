@@ -23,6 +23,7 @@ from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import limits_blas, resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import all_finite, check_n_features
+from vlad.core.vocabularies import concatenate_vectors, split_vocabularies
 
 __all__ = ["encode"]
 
@@ -46,6 +47,8 @@ def encode(
     descriptor_sets : DescriptorSets, list of (L_t, F) arrays or (T, L, F) array
         Local descriptors of each image; an image may have none.
     codebook : Codebook or array-like of shape (n_clusters, n_features)
+        A codebook of several vocabularies encodes with each in turn and
+        concatenates the vectors (see :mod:`vlad.core.vocabularies`).
     options : EncodingOptions, optional
         The aggregator and the normalisation; default ``EncodingOptions()``
         (``aggregator="auto", power=1.0, intra=True, l2=True, mass=False``).
@@ -64,6 +67,8 @@ def encode(
     vectors : ndarray of shape (n_images, n_clusters * n_features)
         float64 for float64 descriptors, float32 otherwise. Row ``t`` is image
         ``t``'s vector, centre-major. An image with no descriptors is a zero row.
+        With several vocabularies, each vocabulary's vectors (normalised on
+        their own) side by side, scaled to unit norm together with ``l2``.
 
     Raises
     ------
@@ -96,6 +101,12 @@ def encode(
     options = EncodingOptions.resolve(options, **settings)
     n_threads = resolve_n_jobs(n_jobs)
     sets = as_descriptor_sets(descriptor_sets)
+    if isinstance(codebook, Codebook) and codebook.n_vocabularies > 1:
+        parts = [
+            encode(sets, vocabulary, options, n_jobs=n_jobs)
+            for vocabulary in split_vocabularies(codebook)
+        ]
+        return concatenate_vectors(parts, l2=options.l2)
     centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])
     name, function = resolve_aggregator(

@@ -141,6 +141,9 @@ def _describe_codebook(path: Path) -> dict:
         "dtype": codebook.centers.dtype.name,
         "fingerprint": codebook.fingerprint,
     }
+    if codebook.n_vocabularies > 1:
+        summary["n_vocabularies"] = codebook.n_vocabularies
+        summary["vocabulary_sizes"] = list(codebook.vocabulary_sizes)
     return _with_record(summary, codebook.metadata)
 
 

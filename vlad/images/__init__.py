@@ -8,5 +8,7 @@
 - :mod:`vlad.images.sift`: OpenCV SIFT / RootSIFT descriptors of one image;
 - :mod:`vlad.images.pool`: images described on a pool of threads, in order;
 - :mod:`vlad.images.batch`: descriptors, codebooks and VLAD vectors of folders,
-  skipping and reporting unreadable files.
+  skipping and reporting unreadable files;
+- :mod:`vlad.images.vocabularies`: codebooks adapted to folders, and several
+  vocabularies fitted on them at once.
 """
