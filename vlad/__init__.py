@@ -25,6 +25,7 @@ from vlad.core.assignment import assign
 from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
+from vlad.core.nearest import assign_nearest, assignment_weights
 from vlad.core.normalization import normalize
 from vlad.core.options import EncodingOptions
 from vlad.formats.info import describe_file
@@ -55,6 +56,8 @@ __all__ = [
     "__version__",
     "aggregate",
     "assign",
+    "assign_nearest",
+    "assignment_weights",
     "available_aggregators",
     "datasets",
     "describe_file",
