@@ -152,7 +152,8 @@ class EncodingOptions:
         cls, options: EncodingOptions | None = None, **settings
     ) -> EncodingOptions:
         """``options`` (default options if None) with ``settings`` replacing
-        some of its fields.
+        some of its fields. A new ``assignment`` without ``n_nearest`` takes
+        that assignment's default ``n_nearest``.
 
         Raises
         ------
@@ -171,6 +172,10 @@ class EncodingOptions:
                 f"unknown encoding setting(s) {', '.join(unknown)}; expected "
                 f"some of {', '.join(cls._field_names())}"
             )
+        if "assignment" in settings and "n_nearest" not in settings:
+            # n_nearest's default depends on the assignment: a new assignment
+            # takes its own default rather than the old one's count.
+            settings["n_nearest"] = None
         return dataclasses.replace(options, **settings) if settings else options
 
     def for_backend(self, backend: str, encoder: str) -> EncodingOptions:
