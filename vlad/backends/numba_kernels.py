@@ -148,9 +148,8 @@ def soft_weights(descriptors, start, labels, centers, kernel_width, weights):
         norm = 0.0
         for j in range(n_nearest):
             if smallest > 0:
-                weight = np.exp(
-                    -(distances[j] - smallest) / (2.0 * kernel_width * smallest)
-                )
+                excess = (distances[j] - smallest) / smallest
+                weight = np.exp(-excess / (2.0 * kernel_width))
             else:
                 weight = 1.0 if distances[j] == 0 else 0.0
             weights[i, j] = weight

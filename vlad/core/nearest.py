@@ -215,10 +215,10 @@ def assignment_weights(
         return weights
     smallest = distances.min(axis=1, keepdims=True)
     positive = smallest[:, 0] > 0
-    weights[positive] = np.exp(
-        -(distances[positive] - smallest[positive])
-        / (2.0 * kernel_width * smallest[positive])
-    )
+    # Relative excess first: huge ratios overflow to inf, a zero weight.
+    with np.errstate(over="ignore"):
+        excess = (distances[positive] - smallest[positive]) / smallest[positive]
+        weights[positive] = np.exp(-excess / (2.0 * kernel_width))
     weights[~positive] = distances[~positive] == 0
     weights /= weights.sum(axis=1, keepdims=True)
     return weights

@@ -97,8 +97,7 @@ class EncodingOptions:
     >>> vlad.EncodingOptions(residual_norm=True, assignment="soft").record()
     ... # doctest: +NORMALIZE_WHITESPACE
     {'aggregator': 'auto', 'power': 1.0, 'intra': True, 'l2': True, 'mass': False,
-     'residual_norm': True, 'assignment': 'soft', 'n_nearest': 2,
-     'kernel_width': 1.0}
+     'residual_norm': True, 'assignment': 'soft', 'n_nearest': 2}
 
     References
     ----------
@@ -230,7 +229,7 @@ class EncodingOptions:
         if self.weighted:
             record["assignment"] = self.assignment
             record["n_nearest"] = self.n_nearest
-        if self.assignment == "soft":
+        if self.kernel_width != 1.0:
             record["kernel_width"] = self.kernel_width
         return record
 
