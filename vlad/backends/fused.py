@@ -185,14 +185,10 @@ def fused_weighted_residuals(
             raise_non_finite(
                 descriptors[start + bad_row : start + bad_row + 1], start + bad_row
             )
-        if soft:
-            kernels.soft_weights(
-                descriptors, start, labels[: stop - start], centers, kernel_width,
-                weights,
-            )  # fmt: skip
         image = kernels.add_weighted_rows(
             descriptors, labels, weights, start, offsets, start, stop, image,
-            centers, residual_norm, sums, image_masses, residuals, masses, status,
+            centers, residual_norm, soft, kernel_width, sums, image_masses,
+            residuals, masses, status,
         )  # fmt: skip
     kernels.flush_weighted(image, last, sums, image_masses, residuals, masses, status)
     if status[0]:

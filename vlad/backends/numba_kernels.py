@@ -18,7 +18,7 @@ __all__ = [
     "flush_weighted",
     "nearest",
     "nearest_n",
-    "soft_weights",
+    "squared_norm",
 ]
 
 
@@ -126,87 +126,90 @@ def nearest_n(products, squared_norms, labels, best):
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def soft_weights(descriptors, start, labels, centers, kernel_width, weights):
-    """Gaussian weights of each row's centres ``labels[i]`` (row ``start +
-    i``), from exact squared distances: ``exp(-(d_j - d_min) / (2 *
-    kernel_width * d_min))``, normalised to sum to one; when ``d_min`` is 0,
-    equal weights on the centres at distance 0. Written into ``weights``."""
-    n_rows, n_nearest = labels.shape
-    n_features = descriptors.shape[1]
-    distances = np.empty(n_nearest, dtype=np.float64)
-    for i in range(n_rows):
-        smallest = np.inf
-        for j in range(n_nearest):
-            total = 0.0
-            for f in range(n_features):
-                difference = np.float64(descriptors[start + i, f]) - np.float64(
-                    centers[labels[i, j], f]
-                )
-                total += difference * difference
-            distances[j] = total
-            smallest = min(smallest, total)
-        norm = 0.0
-        for j in range(n_nearest):
-            if smallest > 0:
-                excess = (distances[j] - smallest) / smallest
-                weight = np.exp(-excess / (2.0 * kernel_width))
-            else:
-                weight = 1.0 if distances[j] == 0 else 0.0
-            weights[i, j] = weight
-            norm += weight
-        for j in range(n_nearest):
-            weights[i, j] /= norm
-
-
-@numba.njit(nogil=True, cache=True, boundscheck=False)
 def add_weighted_rows(
     descriptors, labels, weights, labels_start, offsets, start, stop, image,
-    centers, residual_norm, sums, masses, residuals, counts, status,
+    centers, residual_norm, soft, kernel_width, sums, masses, residuals, counts,
+    status,
 ):  # fmt: skip
-    """Add ``weights[i, j] * (x - c)`` for each row ``x`` and each of its
-    centres ``c = centers[labels[i, j]]`` (``i = row - labels_start``) into
-    its image's float64 ``(K, F)`` sums, and the weight into ``masses``;
-    with ``residual_norm``, each residual divided by its L2 norm (zero stays
+    """Add ``w_j * (x - c_j)`` for each row ``x`` and each of its centres
+    ``c_j = centers[labels[i, j]]`` (``i = row - labels_start``) into its
+    image's float64 ``(K, F)`` sums, and ``w_j`` into ``masses``.
+
+    ``w_j`` is ``weights[i, j]``, or with ``soft`` the Gaussian weight of the
+    exact squared distances ``d_j = |x - c_j|^2`` (the residuals' own squared
+    norms): ``exp(-(d_j - d_min) / (2 * kernel_width * d_min))`` normalised
+    to sum to one, equal weights on the centres at distance 0 when
+    ``d_min`` is 0 (as :func:`vlad.assignment_weights`). With
+    ``residual_norm`` each residual is divided by its L2 norm (zero stays
     zero). Images completed on the way are written with
-    :func:`finish_weighted_image`. Returns the image of row ``stop``."""
+    :func:`finish_weighted_image`. Returns the image of row ``stop``.
+    """
     n_features = descriptors.shape[1]
     n_nearest = labels.shape[1]
-    residual = np.empty(n_features, dtype=np.float64)
+    residual = np.empty((n_nearest, n_features), dtype=np.float64)
+    squares = np.empty(n_nearest, dtype=np.float64)
+    row_weights = np.empty(n_nearest, dtype=np.float64)
     for row in range(start, stop):
         while offsets[image + 1] <= row:
             finish_weighted_image(image, sums, masses, residuals, counts, status)
             image += 1
+        i = row - labels_start
+        smallest = np.inf
         for j in range(n_nearest):
-            label = labels[row - labels_start, j]
-            weight = np.float64(weights[row - labels_start, j])
+            label = labels[i, j]
+            for f in range(n_features):
+                residual[j, f] = np.float64(descriptors[row, f]) - np.float64(
+                    centers[label, f]
+                )
+            if soft or residual_norm:
+                squares[j] = squared_norm(residual[j])
+                smallest = min(smallest, squares[j])
+        if soft:
+            norm = 0.0
+            for j in range(n_nearest):
+                if smallest > 0:
+                    # Relative excess first: huge ratios give inf, a zero weight.
+                    excess = (squares[j] - smallest) / smallest
+                    row_weights[j] = np.exp(-excess / (2.0 * kernel_width))
+                else:
+                    row_weights[j] = 1.0 if squares[j] == 0 else 0.0
+                norm += row_weights[j]
+            for j in range(n_nearest):
+                row_weights[j] /= norm
+        else:
+            for j in range(n_nearest):
+                row_weights[j] = weights[i, j]
+        for j in range(n_nearest):
+            label = labels[i, j]
+            weight = row_weights[j]
             masses[label] += weight
             if residual_norm:
-                squares = 0.0
-                for f in range(n_features):
-                    residual[f] = np.float64(descriptors[row, f]) - np.float64(
-                        centers[label, f]
-                    )
-                    squares += residual[f] * residual[f]
-                if not (1e-280 < squares < 1e280):
+                size = squares[j]
+                if not (1e-280 < size < 1e280):
                     # Squares that under- or overflow float64: scale first.
                     scale = 0.0
                     for f in range(n_features):
-                        scale = max(scale, abs(residual[f]))
-                    squares = 0.0
+                        scale = max(scale, abs(residual[j, f]))
+                    size = 0.0
                     if scale > 0:
                         for f in range(n_features):
-                            residual[f] /= scale
-                            squares += residual[f] * residual[f]
-                if squares > 0:
-                    weight /= np.sqrt(squares)
-                for f in range(n_features):
-                    sums[label, f] += weight * residual[f]
-            else:
-                for f in range(n_features):
-                    sums[label, f] += weight * (
-                        np.float64(descriptors[row, f]) - np.float64(centers[label, f])
-                    )
+                            residual[j, f] /= scale
+                            size += residual[j, f] * residual[j, f]
+                if size > 0:
+                    weight /= np.sqrt(size)
+            for f in range(n_features):
+                sums[label, f] += weight * residual[j, f]
     return image
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False, fastmath={"reassoc"})
+def squared_norm(vector):
+    """``sum(vector ** 2)``, the sum reassociated so that it vectorises (a
+    norm's last bits may change; no sum of residuals is reordered)."""
+    total = 0.0
+    for value in vector:
+        total += value * value
+    return total
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)

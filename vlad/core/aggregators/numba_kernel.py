@@ -54,8 +54,8 @@ def aggregate_numba(
             status = np.zeros(1, dtype=np.int64)
             image = kernels.add_weighted_rows(
                 descriptors, labels, weights, 0, offsets, offsets[first],
-                offsets[last], first, centers, residual_norm, sums, image_masses,
-                residuals, masses, status,
+                offsets[last], first, centers, residual_norm, False, 1.0, sums,
+                image_masses, residuals, masses, status,
             )  # fmt: skip
             kernels.flush_weighted(
                 image, last, sums, image_masses, residuals, masses, status
