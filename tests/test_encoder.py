@@ -191,6 +191,9 @@ def test_tags_declare_descriptor_set_input():
         {},
         {"power": 0.5, "mass": True, "aggregator": "loop"},
         {"intra": False, "l2": False, "aggregator": "sparse", "sample": 300},
+        {"residual_norm": True, "power": 0.2},
+        {"assignment": "soft", "n_nearest": 3, "kernel_width": 0.5, "mass": True},
+        {"assignment": "multiple", "aggregator": "sparse"},
     ],
 )
 def test_fit_transform_equals_encode_with_fit_codebook(images, dtype, params):
@@ -320,6 +323,10 @@ def test_two_d_input_is_rejected_with_the_expected_shape(images):
         ("power", 0.0),
         ("power", 1.5),
         ("intra", "yes"),
+        ("residual_norm", "yes"),
+        ("assignment", "fuzzy"),
+        ("n_nearest", 0),
+        ("kernel_width", 0.0),
         ("sample", 0),
         ("codebook", 3),
         ("random_state", "seed"),

@@ -97,6 +97,22 @@ def test_many_chunks_equal_encode(problem, monkeypatch):
     np.testing.assert_allclose(residuals, reference, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("power", [1.0, 0.2])
+def test_residual_norm_equals_encode(problem, monkeypatch, power):
+    sets, codebook = problem
+    options = {"residual_norm": True, "power": power, "intra": False, "l2": False}
+    expected = vlad.encode(sets, codebook, aggregator="loop", **options)
+    assert_vectors_equal(vlad.JaxEncoder(codebook, **options)(sets), expected, 1e-4)
+    monkeypatch.setattr(layout, "CHUNK_BYTES", 256 * 16 * 4)  # several chunks
+    assert_vectors_equal(vlad.JaxEncoder(codebook, **options)(sets), expected, 1e-4)
+
+
+def test_refuses_multiple_assignment(problem):
+    _, codebook = problem
+    with pytest.raises(ValueError, match="JaxEncoder supports assignment='hard'"):
+        vlad.JaxEncoder(codebook, assignment="soft")
+
+
 def test_one_real_photo_equals_encode():
     descriptors, codebook = photo_problem()
     expected = vlad.encode([descriptors], codebook)

@@ -37,6 +37,46 @@ def test_a_record_round_trips_through_json(settings):
     assert record == {**vlad.EncodingOptions().record(), **settings}
 
 
+variants = st.fixed_dictionaries(
+    {
+        "residual_norm": st.booleans(),
+        "assignment": st.sampled_from(["hard", "multiple", "soft"]),
+        "kernel_width": st.floats(1e-3, 1e3),
+    },
+    optional={"n_nearest": st.integers(1, 8), "power": st.floats(0.1, 1)},
+)
+
+
+@given(variants)
+def test_a_record_of_encoding_variants_round_trips_through_json(settings):
+    if settings["assignment"] == "hard":
+        settings.pop("n_nearest", None)
+    options = vlad.EncodingOptions(**settings)
+    record = json.loads(json.dumps(options.record()))
+    assert vlad.EncodingOptions.from_record(record) == options
+    assert record.get("residual_norm", False) == settings["residual_norm"]
+    assert record.get("assignment", "hard") == settings["assignment"]
+    default_nearest = 1 if settings["assignment"] == "hard" else 2
+    assert record.get("n_nearest", 1) == settings.get("n_nearest", default_nearest)
+
+
+def test_a_record_without_the_variants_loads_as_plain_vlad():
+    old = {"aggregator": "auto", "power": 0.5, "intra": True, "l2": True, "mass": False}
+    options = vlad.EncodingOptions.from_record(old)
+    assert options == vlad.EncodingOptions(power=0.5)
+    assert not options.residual_norm and options.assignment == "hard"
+    assert options.n_nearest == 1
+    assert options.record() == old
+
+
+def test_a_new_assignment_takes_its_own_default_n_nearest():
+    soft = vlad.EncodingOptions.resolve(None, assignment="soft")
+    assert soft.n_nearest == 2
+    assert vlad.EncodingOptions.resolve(soft, assignment="hard").n_nearest == 1
+    four = vlad.EncodingOptions.resolve(soft, n_nearest=4)
+    assert vlad.EncodingOptions.resolve(four, kernel_width=2.0).n_nearest == 4
+
+
 @pytest.mark.parametrize(
     ("settings", "error", "message"),
     [

@@ -29,6 +29,7 @@ from vlad.core.assignment import assign
 from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
+from vlad.core.nearest import assign_nearest, assignment_weights
 from vlad.core.normalization import normalize
 from vlad.core.options import EncodingOptions
 from vlad.core.vocabularies import (
@@ -71,6 +72,8 @@ __all__ = [
     "adapt_codebook_to_images",
     "aggregate",
     "assign",
+    "assign_nearest",
+    "assignment_weights",
     "available_aggregators",
     "datasets",
     "describe_file",

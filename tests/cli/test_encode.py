@@ -193,3 +193,44 @@ def test_jax_requested_but_not_installed(monkeypatch, tmp_path, codebook_path):
         "pip install 'vlad[jax]'\n"
     )
     assert not (tmp_path / "v.npy").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "settings"),
+    [
+        (["--residual-norm", "--power", "0.2"], {"residual_norm": True, "power": 0.2}),
+        (
+            ["--assignment", "multiple", "--nearest", "4"],
+            {"assignment": "multiple", "n_nearest": 4},
+        ),
+        (
+            ["--assignment", "soft", "--kernel-width", "0.5", "--residual-norm"],
+            {"assignment": "soft", "kernel_width": 0.5, "residual_norm": True},
+        ),
+    ],
+)
+def test_encoding_variants_give_the_library_vectors(
+    tmp_path, codebook_path, photo_sets, flags, settings
+):
+    run("encode", DATA, "-c", codebook_path, "-o", tmp_path / "v.npy", *flags)
+    vectors, _, record = load_vectors(tmp_path / "v.npy")
+    options = vlad.EncodingOptions(**settings)
+    expected = vlad.encode(photo_sets, vlad.Codebook.load(codebook_path), options)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+    assert record["encoding"] == options.record()
+    assert vlad.EncodingOptions.from_record(record["encoding"]) == options
+
+
+def test_an_aggregator_without_weights_is_refused_in_one_line(tmp_path, codebook_path):
+    result = run(
+        "encode", DATA, "-c", codebook_path, "-o", tmp_path / "v.npy",
+        "--aggregator", "masked", "--assignment", "soft", exit_code=1,
+    )  # fmt: skip
+    assert "aggregator 'masked' supports hard assignment only" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    result = run(
+        "encode", DATA, "-c", codebook_path, "-o", tmp_path / "v.npy",
+        "--nearest", "3", exit_code=1,
+    )  # fmt: skip
+    assert "n_nearest must be 1 with assignment='hard'" in result.stderr
+    assert not (tmp_path / "v.npy").exists()

@@ -8,6 +8,10 @@ its image's float64 ``(K, F)`` accumulator while the chunk is still in cache.
 This saves the second pass over the descriptors, the ``(rows, K)`` addition of
 squared norms and NumPy's argmin over short rows. Labels are the nearest
 centres as :func:`vlad.assign` finds them, up to float rounding in near-ties.
+
+:func:`fused_weighted_residuals` is the same pass for residual normalisation
+and multiple or soft assignment: the ``n`` nearest centres of each row, their
+weights and the (unit) residuals are all computed on the chunk in cache.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ from vlad.core.aggregators.segments import raise_non_finite_result
 from vlad.core.assignment import raise_non_finite
 from vlad.core.parallel import balanced_ranges
 
-__all__ = ["ROWS_PER_BLOCK", "fused_residuals", "image_blocks"]
+__all__ = [
+    "ROWS_PER_BLOCK",
+    "fused_residuals",
+    "fused_weighted_residuals",
+    "image_blocks",
+]
 
 #: Rows of one worker's block (whole images): large enough to amortise the
 #: hand-off, small enough that every worker gets several blocks.
@@ -104,5 +113,83 @@ def fused_residuals(
             sums, image_counts, residuals, counts, status,
         )  # fmt: skip
     kernels.flush(centers, image, last, sums, image_counts, residuals, counts, status)
+    if status[0]:
+        raise_non_finite_result(descriptors[row_start:row_stop])
+
+
+def fused_weighted_residuals(
+    descriptors: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+    first: int,
+    last: int,
+    chunk_bytes: int,
+    residuals: np.ndarray,
+    masses: np.ndarray,
+    *,
+    n_nearest: int = 1,
+    soft: bool = False,
+    kernel_width: float = 1.0,
+    residual_norm: bool = False,
+) -> None:
+    """Write weighted residual sums and masses of images ``first:last``.
+
+    As :func:`fused_residuals`, with each row added to its ``n_nearest``
+    nearest centres, each residual weighted (``1 / n_nearest``, or the soft
+    weights of :func:`vlad.assignment_weights` with ``soft``) and, with
+    ``residual_norm``, divided by its norm.
+
+    Parameters
+    ----------
+    descriptors, offsets, centers, first, last, chunk_bytes, residuals
+        As :func:`fused_residuals`.
+    masses : ndarray of float64 of shape (n_images, n_clusters)
+        Output: sums of weights; rows ``first:last`` are written.
+    n_nearest : int, default=1
+    soft : bool, default=False
+    kernel_width : float, default=1.0
+    residual_norm : bool, default=False
+
+    Raises
+    ------
+    ValueError
+        A descriptor is NaN or infinite, or its distances overflow.
+    """
+    kernels = numba_kernels()
+    n_clusters, n_features = centers.shape
+    scaled_centers = np.ascontiguousarray(-2.0 * centers)
+    squared_norms = np.einsum("kf,kf->k", centers, centers)
+    sums = np.zeros((n_clusters, n_features), dtype=np.float64)
+    image_masses = np.zeros(n_clusters, dtype=np.float64)
+    rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
+    row_start, row_stop = int(offsets[first]), int(offsets[last])
+    chunk_rows = min(rows_per_chunk, row_stop - row_start)
+    products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
+    labels = np.empty((chunk_rows, n_nearest), dtype=np.intp)
+    expanded = np.empty((chunk_rows, n_nearest), dtype=descriptors.dtype)
+    weights = np.full((chunk_rows, n_nearest), 1.0 / n_nearest)
+    status = np.zeros(1, dtype=np.int64)
+    image = first
+    for start in range(row_start, row_stop, rows_per_chunk):
+        stop = min(start + rows_per_chunk, row_stop)
+        block = products[:, : stop - start]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
+        if n_nearest == 1:  # the hard path's kernel, for the same labels
+            bad_row = kernels.nearest(block, squared_norms, labels[:, 0])
+        else:
+            bad_row = kernels.nearest_n(
+                block, squared_norms, labels[: stop - start], expanded
+            )
+        if bad_row >= 0:
+            raise_non_finite(
+                descriptors[start + bad_row : start + bad_row + 1], start + bad_row
+            )
+        image = kernels.add_weighted_rows(
+            descriptors, labels, weights, start, offsets, start, stop, image,
+            centers, residual_norm, soft, kernel_width, sums, image_masses,
+            residuals, masses, status,
+        )  # fmt: skip
+    kernels.flush_weighted(image, last, sums, image_masses, residuals, masses, status)
     if status[0]:
         raise_non_finite_result(descriptors[row_start:row_stop])

@@ -165,6 +165,7 @@ class JaxEncoder:
                     codebook,
                     plan.block_images,
                     n_segments=plan.n_segments,
+                    residual_norm=options.residual_norm,
                     n_images=plan.padded_images,
                     blocks_are_images=plan.blocks_are_images,
                     **normalization,
@@ -176,7 +177,15 @@ class JaxEncoder:
                 )
                 step = jax_kernels.encode_chunk()
                 for start, first_new, (chunk,) in chunks:
-                    state = step(state, chunk, start, first_new, plan.layout, codebook)
+                    state = step(
+                        state,
+                        chunk,
+                        start,
+                        first_new,
+                        plan.layout,
+                        codebook,
+                        residual_norm=options.residual_norm,
+                    )
                 finite = state[2]
                 vectors = jax_kernels.finish_vectors()(
                     state,

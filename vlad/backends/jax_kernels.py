@@ -76,32 +76,61 @@ def _chunk_rows(chunk_start, first_new, n_local, layout):
     return valid, block
 
 
-def _scatter(state, descriptors, labels, valid, block, centers):
-    """Add the residuals of the valid rows into their block's partial sums."""
+def _scatter(state, descriptors, labels, valid, block, centers, residual_norm):
+    """Add the residuals of the valid rows into their block's partial sums
+    (each divided by its L2 norm with ``residual_norm``)."""
     jnp = import_jax().numpy
     partials, counts, finite = state
     # Masked rows go past the end, where the scatter drops them.
     segments = jnp.where(valid, block * centers.shape[0] + labels, counts.shape[0])
     residuals = descriptors - centers[labels]
+    if residual_norm:
+        residuals = _unit_rows(residuals)
     partials = partials.at[segments].add(residuals, mode="drop")
     counts = counts.at[segments].add(1, mode="drop")
     return partials, counts, finite
 
 
+def _unit_rows(residuals):
+    """Each row divided by its L2 norm (zero rows stay zero), the norm taken
+    of the row divided by its largest magnitude so squares cannot overflow."""
+    jnp = import_jax().numpy
+    scale = jnp.max(jnp.abs(residuals), axis=1, keepdims=True)
+    scale = jnp.where(scale > 0, scale, 1)
+    scaled = residuals / scale
+    norms = jnp.sqrt(jnp.sum(scaled * scaled, axis=1, keepdims=True))
+    return scaled / jnp.where(norms > 0, norms, 1)
+
+
 def _aggregate_chunk(
-    state, descriptors, labels, chunk_start, first_new, layout, centers
+    state,
+    descriptors,
+    labels,
+    chunk_start,
+    first_new,
+    layout,
+    centers,
+    residual_norm=False,
 ):
     valid, block = _chunk_rows(chunk_start, first_new, descriptors.shape[0], layout)
-    return _scatter(state, descriptors, labels, valid, block, centers)
+    return _scatter(state, descriptors, labels, valid, block, centers, residual_norm)
 
 
-def _encode_chunk(state, descriptors, chunk_start, first_new, layout, codebook):
+def _encode_chunk(
+    state,
+    descriptors,
+    chunk_start,
+    first_new,
+    layout,
+    codebook,
+    residual_norm=False,
+):
     jnp = import_jax().numpy
     centers, scaled_centers_t, squared_norms = codebook
     labels, nearest = nearest_centers(descriptors, scaled_centers_t, squared_norms)
     valid, block = _chunk_rows(chunk_start, first_new, descriptors.shape[0], layout)
     partials, counts, finite = _scatter(
-        state, descriptors, labels, valid, block, centers
+        state, descriptors, labels, valid, block, centers, residual_norm
     )
     finite = finite & jnp.all(jnp.isfinite(nearest) | ~valid)
     return partials, counts, finite
@@ -170,17 +199,22 @@ _NORMALIZATION = ("n_images", "blocks_are_images", "power", "intra", "l2", "mass
 
 @functools.cache
 def encode_chunk():
-    """Jitted ``(state, descriptors, chunk_start, first_new, layout, codebook)
-    -> state``: nearest centres and residual sums of one chunk; the state is
-    donated."""
-    return import_jax().jit(_encode_chunk, donate_argnums=0)
+    """Jitted ``(state, descriptors, chunk_start, first_new, layout, codebook,
+    residual_norm=False) -> state``: nearest centres and residual sums of one
+    chunk; the state is donated."""
+    return import_jax().jit(
+        _encode_chunk, donate_argnums=0, static_argnames=("residual_norm",)
+    )
 
 
 @functools.cache
 def aggregate_chunk():
     """Jitted ``(state, descriptors, labels, chunk_start, first_new, layout,
-    centers) -> state``: residual sums of one chunk with its labels given."""
-    return import_jax().jit(_aggregate_chunk, donate_argnums=0)
+    centers, residual_norm=False) -> state``: residual sums of one chunk with
+    its labels given."""
+    return import_jax().jit(
+        _aggregate_chunk, donate_argnums=0, static_argnames=("residual_norm",)
+    )
 
 
 @functools.cache
@@ -211,12 +245,23 @@ def encode_one_chunk():
     in one chunk, in one call."""
     jax = import_jax()
 
-    def encode(descriptors, layout, codebook, block_images, *, n_segments, **options):
+    def encode(
+        descriptors,
+        layout,
+        codebook,
+        block_images,
+        *,
+        n_segments,
+        residual_norm=False,
+        **options,
+    ):
         state = _zero_state(n_segments, descriptors.shape[1], descriptors.dtype)
-        state = _encode_chunk(state, descriptors, 0, 0, layout, codebook)
+        state = _encode_chunk(state, descriptors, 0, 0, layout, codebook, residual_norm)
         return _finish_vectors(state, block_images, **options), state[2]
 
-    return jax.jit(encode, static_argnames=("n_segments", *_NORMALIZATION))
+    return jax.jit(
+        encode, static_argnames=("n_segments", "residual_norm", *_NORMALIZATION)
+    )
 
 
 @functools.cache
@@ -228,14 +273,30 @@ def aggregate_one_chunk():
     jax = import_jax()
 
     def aggregate(
-        descriptors, labels, layout, centers, block_images, *, n_segments, **blocks
+        descriptors,
+        labels,
+        layout,
+        centers,
+        block_images,
+        *,
+        n_segments,
+        residual_norm=False,
+        **blocks,
     ):
         state = _zero_state(n_segments, descriptors.shape[1], descriptors.dtype)
-        state = _aggregate_chunk(state, descriptors, labels, 0, 0, layout, centers)
+        state = _aggregate_chunk(
+            state, descriptors, labels, 0, 0, layout, centers, residual_norm
+        )
         return _block_sums(state, block_images, **blocks)[0]
 
     return jax.jit(
-        aggregate, static_argnames=("n_segments", "n_images", "blocks_are_images")
+        aggregate,
+        static_argnames=(
+            "n_segments",
+            "n_images",
+            "blocks_are_images",
+            "residual_norm",
+        ),
     )
 
 

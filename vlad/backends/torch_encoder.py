@@ -153,6 +153,7 @@ class TorchEncoder:
             layout,
             centers,
             codebook=(scaled_centers_t, squared_norms),
+            residual_norm=self.options.residual_norm,
         )
         if not bool(finite):
             _raise_non_finite(descriptors)

@@ -94,7 +94,13 @@ def _rows_per_chunk(descriptors, n_clusters: int) -> int:
 
 
 def residual_sums(
-    descriptors, layout: RowLayout, centers, *, labels=None, codebook=None
+    descriptors,
+    layout: RowLayout,
+    centers,
+    *,
+    labels=None,
+    codebook=None,
+    residual_norm: bool = False,
 ):
     """Blocked residual sums of a batch, with their counts and finiteness.
 
@@ -107,6 +113,8 @@ def residual_sums(
         Given labels (the aggregator); found otherwise.
     codebook : tuple of Tensor, optional
         ``(-2 centers.T, |c|^2)``, needed when ``labels`` is None.
+    residual_norm : bool, default=False
+        Divide each residual by its L2 norm before adding it (zero stays zero).
 
     Returns
     -------
@@ -139,9 +147,21 @@ def residual_sums(
             layout.first_block[image] + (row_ids - layout.offsets[image]) // BLOCK_ROWS
         )
         segments = block * n_clusters + chunk_labels
-        partials.index_add_(0, segments, rows - centers[chunk_labels])
+        residuals = rows - centers[chunk_labels]
+        if residual_norm:
+            residuals = _unit_rows(residuals)
+        partials.index_add_(0, segments, residuals)
         counts.index_add_(0, segments, torch.ones_like(segments))
     return partials, counts, finite
+
+
+def _unit_rows(residuals):
+    """Each row divided by its L2 norm (zero rows stay zero), the norm taken
+    of the row divided by its largest magnitude so squares cannot overflow."""
+    scale = residuals.abs().amax(dim=1, keepdim=True)
+    scaled = residuals / scale.where(scale > 0, 1.0)
+    norms = (scaled * scaled).sum(dim=1, keepdim=True).sqrt()
+    return scaled / norms.where(norms > 0, 1.0)
 
 
 def block_sums(partials, counts, layout: RowLayout, n_clusters: int):

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from vlad.cli.options import (
+    assignment_options,
     descriptor_options,
     input_argument,
     jobs_option,
@@ -92,6 +93,7 @@ def _check_output(ctx, param, value: Path) -> Path:
     show_default=True,
     help="L2-normalise each whole vector.",
 )
+@assignment_options
 @click.option(
     "--shard-images",
     type=click.IntRange(min=1),
@@ -119,6 +121,7 @@ def encode(
     intra: bool,
     mass: bool,
     l2: bool,
+    variants: dict,
     shard_images: int,
     resume: bool,
     descriptor_options: dict,
@@ -152,9 +155,15 @@ def encode(
     Example:
         vlad encode data --codebook codebook.npz -o vectors.npy
     """
-    options = EncodingOptions(
-        aggregator=aggregator, power=power, intra=intra, l2=l2, mass=mass
-    )
+    with library_errors():
+        options = EncodingOptions(
+            aggregator=aggregator,
+            power=power,
+            intra=intra,
+            l2=l2,
+            mass=mass,
+            **variants,
+        )
     if output.suffix.lower() != ".npy":
         _encode_to_folder(
             inputs,

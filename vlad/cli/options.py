@@ -9,10 +9,12 @@ from pathlib import Path
 import click
 
 from vlad.cli.reporting import log_to_stderr
+from vlad.core.nearest import ASSIGNMENTS
 from vlad.core.parallel import resolve_n_jobs
 from vlad.images.sift import SiftOptions
 
 __all__ = [
+    "assignment_options",
     "descriptor_options",
     "input_argument",
     "jobs_option",
@@ -33,6 +35,54 @@ def input_argument(command: Callable) -> Callable:
         required=True,
         type=click.Path(exists=True, path_type=Path),
     )(command)
+
+
+def assignment_options(command: Callable) -> Callable:
+    """``--residual-norm``, ``--assignment``, ``--nearest`` and
+    ``--kernel-width``: the encoding variants of :class:`vlad.EncodingOptions`,
+    passed to the command as its keyword ``variants`` (a dict of its fields)."""
+
+    @click.option(
+        "--residual-norm/--no-residual-norm",
+        default=False,
+        show_default=True,
+        help="L2-normalise each residual before summing (Delhumeau et al. 2013); "
+        "usually with --power 0.2.",
+    )
+    @click.option(
+        "--assignment",
+        type=click.Choice(ASSIGNMENTS),
+        default="hard",
+        show_default=True,
+        help="Each descriptor to its nearest centre (hard), or to its --nearest "
+        "N nearest with equal weights (multiple) or Gaussian ones (soft).",
+    )
+    @click.option(
+        "--nearest",
+        "n_nearest",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Centres per descriptor for multiple and soft assignment [default: 2].",
+    )
+    @click.option(
+        "--kernel-width",
+        type=click.FloatRange(min=0.0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Soft assignment's kernel width, relative to each descriptor's "
+        "nearest squared distance; larger spreads the weights more evenly.",
+    )
+    @functools.wraps(command)
+    def wrapper(*args, residual_norm, assignment, n_nearest, kernel_width, **kwargs):
+        variants = {
+            "residual_norm": residual_norm,
+            "assignment": assignment,
+            "n_nearest": n_nearest,
+            "kernel_width": kernel_width,
+        }
+        return command(*args, variants=variants, **kwargs)
+
+    return wrapper
 
 
 def output_option(suffix: str, help: str) -> Callable[[Callable], Callable]:

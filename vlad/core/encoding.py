@@ -7,9 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends.fused import fused_residuals, image_blocks
-from vlad.core.aggregators import FUSED_ENCODE, resolve_aggregator
-from vlad.core.aggregators.segments import segment_counts
+from vlad.backends.fused import (
+    fused_residuals,
+    fused_weighted_residuals,
+    image_blocks,
+)
+from vlad.core.aggregators import FUSED_ENCODE, call_aggregator, resolve_aggregator
+from vlad.core.aggregators.segments import segment_counts, weighted_masses
 from vlad.core.assignment import CHUNK_BYTES, assign_valid
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
@@ -19,6 +23,7 @@ from vlad.core.finite import (
     restore_scale,
     run_in_range,
 )
+from vlad.core.nearest import assignment_weights, check_n_nearest, nearest_valid
 from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import limits_blas, resolve_n_jobs, run_ranges, workers_for
@@ -41,6 +46,10 @@ def encode(
     Assigns each descriptor to its nearest centre (:func:`vlad.assign`), sums
     the residuals per image and centre (:func:`vlad.aggregate`) and normalises
     them (:func:`vlad.normalize`, in the order mass -> power -> intra -> L2).
+    The options can instead assign each descriptor to several centres with
+    weights (``assignment="multiple"`` or ``"soft"``, see
+    :func:`vlad.assign_nearest`) and L2-normalise each residual before the
+    sum (``residual_norm=True``).
 
     Parameters
     ----------
@@ -60,7 +69,8 @@ def encode(
         vectors do not depend on it.
     **settings
         Fields of :class:`EncodingOptions` (``aggregator``, ``power``,
-        ``intra``, ``l2``, ``mass``) replacing those of ``options``.
+        ``intra``, ``l2``, ``mass``, ``residual_norm``, ``assignment``,
+        ``n_nearest``, ``kernel_width``) replacing those of ``options``.
 
     Returns
     -------
@@ -74,7 +84,8 @@ def encode(
     ------
     ValueError
         Descriptor and centre dimensions differ, NaN/inf descriptors, bad
-        settings, an unknown aggregator, an aggregator function that returns
+        settings, ``n_nearest`` above the number of centres, an unknown
+        aggregator, an aggregator function that returns
         NaN or another shape, or unnormalised vectors too large for their
         dtype. Descriptors of extreme magnitude (5e36 in float32, 1e308 in
         float64) are scaled exactly by a power of two first, so normalised
@@ -97,6 +108,8 @@ def encode(
     >>> centers = np.array([[0.0, 1.0, 2.0], [10.0, 10.0, 10.0]])
     >>> vlad.encode([x], centers, intra=False, l2=False)
     array([[1., 1., 1., 0., 0., 0.]])
+    >>> vlad.encode([x], centers, intra=False, l2=False, residual_norm=True).round(4)
+    array([[0.5774, 0.5774, 0.5774, 0.    , 0.    , 0.    ]])
     """
     options = EncodingOptions.resolve(options, **settings)
     n_threads = resolve_n_jobs(n_jobs)
@@ -109,6 +122,7 @@ def encode(
         return concatenate_vectors(parts, l2=options.l2)
     centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])
+    check_n_nearest(options.n_nearest, centers.shape[0])
     name, function = resolve_aggregator(
         options.aggregator, (sets.descriptors.shape[0], *centers.shape)
     )
@@ -143,7 +157,8 @@ def encode(
         vectors,
         exponent,
         power=options.power,
-        normalised=options.intra or options.l2,
+        # Unit residuals and assignment weights do not depend on the scale.
+        normalised=options.intra or options.l2 or options.residual_norm,
     )
     # Unscaled vectors were checked by run_in_range; scaled ones are here.
     if exponent and not all_finite(vectors):
@@ -158,12 +173,23 @@ def _encode_fused(
     n_images = offsets.shape[0] - 1
     n_clusters, n_features = centers.shape
     residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)
-    counts = np.empty((n_images, n_clusters), dtype=np.int64)
+    variant = options.residual_norm or options.weighted
+    counts = np.empty((n_images, n_clusters), dtype=np.float64 if variant else np.int64)
 
     def encode_block(first: int, last: int) -> None:
-        fused_residuals(
-            descriptors, offsets, centers, first, last, CHUNK_BYTES, residuals, counts
-        )
+        if variant:
+            fused_weighted_residuals(
+                descriptors, offsets, centers, first, last, CHUNK_BYTES,
+                residuals, counts, n_nearest=options.n_nearest,
+                soft=options.assignment == "soft",
+                kernel_width=options.kernel_width,
+                residual_norm=options.residual_norm,
+            )  # fmt: skip
+        else:
+            fused_residuals(
+                descriptors, offsets, centers, first, last, CHUNK_BYTES, residuals,
+                counts,
+            )  # fmt: skip
         normalize_in_place(
             residuals[first:last],
             power=options.power,
@@ -185,15 +211,36 @@ def _encode_staged(
     function, descriptors, offsets, centers, n_threads, options: EncodingOptions
 ) -> np.ndarray:
     """Assign all descriptors, then aggregate with ``function``, then normalise."""
-    labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_threads)
-    residuals = function(descriptors, labels, offsets, centers)
+    weights = None
+    if options.weighted:
+        labels, distances = nearest_valid(
+            descriptors, centers, options.n_nearest, CHUNK_BYTES
+        )
+        weights = assignment_weights(
+            distances, options.assignment, options.kernel_width
+        )
+    else:
+        labels = assign_valid(descriptors, centers, CHUNK_BYTES, n_threads)
+    residuals = call_aggregator(
+        function,
+        descriptors,
+        labels,
+        offsets,
+        centers,
+        residual_norm=options.residual_norm,
+        weights=weights,
+    )
     if callable(options.aggregator):  # the caller's function: checked
         shape = (offsets.shape[0] - 1, *centers.shape)
         residuals = check_residuals(
             residuals, shape, descriptors.dtype, options.aggregator_name
         )
     residuals = np.require(residuals, dtype=descriptors.dtype, requirements=["C", "W"])
-    counts = segment_counts(offsets, labels, centers.shape[0]) if options.mass else None
+    counts = None
+    if options.mass and weights is not None:
+        counts = weighted_masses(offsets, labels, weights, centers.shape[0])
+    elif options.mass:
+        counts = segment_counts(offsets, labels, centers.shape[0])
     normalize_in_place(
         residuals,
         power=options.power,

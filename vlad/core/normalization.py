@@ -141,7 +141,9 @@ def normalize_in_place(
 
 def _normalize_in_place(vectors, power, intra, l2, counts) -> None:
     if counts is not None:
-        vectors /= np.maximum(counts, 1)[:, :, None].astype(vectors.dtype)
+        # Fractional masses (soft assignment) divide too; empty blocks do not.
+        masses = np.where(counts > 0, counts, 1)
+        vectors /= masses[:, :, None].astype(vectors.dtype)
     if power != 1.0:
         magnitudes = np.abs(vectors)
         if power == 0.5:

@@ -7,7 +7,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from vlad.core.aggregators import Aggregator, resolve_aggregator
+from vlad.core.aggregators import (
+    Aggregator,
+    check_aggregator_variant,
+    resolve_aggregator,
+)
+from vlad.core.nearest import check_assignment, check_kernel_width, check_n_nearest
 from vlad.core.validation import check_power
 
 __all__ = ["EncodingOptions"]
@@ -20,7 +25,8 @@ class EncodingOptions:
     Used by :func:`vlad.encode`, :func:`vlad.encode_images`,
     :class:`vlad.JaxEncoder`, :class:`vlad.VLADEncoder` and ``vlad encode``.
     The normalisation steps run in VLFeat's order: mass, power law, intra,
-    global L2.
+    global L2. Residual normalisation and multiple or soft assignment change
+    the sums themselves, before those steps.
 
     Parameters
     ----------
@@ -36,12 +42,36 @@ class EncodingOptions:
     l2 : bool, default=True
         L2-normalise each whole vector.
     mass : bool, default=False
-        Divide each block by its number of descriptors first.
+        Divide each block by its number of descriptors first (by the sum of
+        its assignment weights with multiple or soft assignment).
+    residual_norm : bool, default=False
+        L2-normalise each residual ``x - c_k`` before summing (a zero residual
+        adds zero), as in Delhumeau et al. (2013); usually with ``power=0.2``.
+        Every aggregator supports it.
+    assignment : {"hard", "multiple", "soft"}, default="hard"
+        ``"hard"``: each descriptor to its nearest centre. ``"multiple"``: to
+        its ``n_nearest`` nearest, each with weight ``1 / n_nearest`` (Yael's
+        2- and 4-nearest VLAD). ``"soft"``: to its ``n_nearest`` nearest with
+        Gaussian weights relative to its nearest squared distance (see
+        :func:`vlad.assignment_weights`). A descriptor's weights sum to one.
+        Only the aggregators ``auto``, ``loop``, ``sparse`` and ``numba`` (or
+        a function taking ``weights=``) sum weighted residuals.
+    n_nearest : int, optional
+        Centres per descriptor: 1 for ``"hard"`` (the only value it takes),
+        2 by default for ``"multiple"`` and ``"soft"``. At most the number of
+        centres (checked when encoding).
+    kernel_width : float, default=1.0
+        Width of the soft-assignment kernel, relative to each descriptor's
+        nearest squared distance ``d_min``: weights are ``exp(-(d - d_min) /
+        (2 * kernel_width * d_min))``. Larger is more even.
 
     Raises
     ------
     ValueError
-        An unknown aggregator name, or a power outside (0, 1].
+        An unknown aggregator name, a power outside (0, 1], an unknown
+        assignment, ``n_nearest`` other than 1 for hard assignment, a
+        non-positive ``kernel_width``, or an aggregator that cannot sum the
+        residuals these options ask for.
     TypeError
         A value of the wrong type (``intra="yes"``).
 
@@ -61,6 +91,18 @@ class EncodingOptions:
     Traceback (most recent call last):
     ...
     ValueError: power must be a number in (0, 1]; got 2
+
+    Settings other than plain VLAD's are recorded too:
+
+    >>> vlad.EncodingOptions(residual_norm=True, assignment="soft").record()
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'aggregator': 'auto', 'power': 1.0, 'intra': True, 'l2': True, 'mass': False,
+     'residual_norm': True, 'assignment': 'soft', 'n_nearest': 2}
+
+    References
+    ----------
+    Delhumeau, Gosselin, Jégou and Pérez, "Revisiting the VLAD image
+    representation", ACM Multimedia 2013.
     """
 
     aggregator: str | Aggregator = "auto"
@@ -68,22 +110,49 @@ class EncodingOptions:
     intra: bool = True
     l2: bool = True
     mass: bool = False
+    residual_norm: bool = False
+    assignment: str = "hard"
+    n_nearest: int | None = None
+    kernel_width: float = 1.0
 
     def __post_init__(self):
         resolve_aggregator(self.aggregator)
         object.__setattr__(self, "power", check_power(self.power))
-        for name in ("intra", "l2", "mass"):
+        for name in ("intra", "l2", "mass", "residual_norm"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False; got {value!r}")
             object.__setattr__(self, name, bool(value))
+        check_assignment(self.assignment)
+        if self.n_nearest is None:
+            object.__setattr__(self, "n_nearest", 1 if self.assignment == "hard" else 2)
+        n_nearest = check_n_nearest(self.n_nearest)
+        if self.assignment == "hard" and n_nearest != 1:
+            raise ValueError(
+                f"n_nearest must be 1 with assignment='hard'; got {n_nearest} "
+                "(use assignment='multiple' or 'soft')"
+            )
+        object.__setattr__(self, "n_nearest", n_nearest)
+        object.__setattr__(self, "kernel_width", check_kernel_width(self.kernel_width))
+        check_aggregator_variant(
+            self.aggregator,
+            residual_norm=self.residual_norm,
+            weighted=self.weighted,
+        )
+
+    @property
+    def weighted(self) -> bool:
+        """Whether descriptors go to several centres with weights (multiple or
+        soft assignment)."""
+        return self.assignment != "hard"
 
     @classmethod
     def resolve(
         cls, options: EncodingOptions | None = None, **settings
     ) -> EncodingOptions:
         """``options`` (default options if None) with ``settings`` replacing
-        some of its fields.
+        some of its fields. A new ``assignment`` without ``n_nearest`` takes
+        that assignment's default ``n_nearest``.
 
         Raises
         ------
@@ -102,6 +171,10 @@ class EncodingOptions:
                 f"unknown encoding setting(s) {', '.join(unknown)}; expected "
                 f"some of {', '.join(cls._field_names())}"
             )
+        if "assignment" in settings and "n_nearest" not in settings:
+            # n_nearest's default depends on the assignment: a new assignment
+            # takes its own default rather than the old one's count.
+            settings["n_nearest"] = None
         return dataclasses.replace(options, **settings) if settings else options
 
     def for_backend(self, backend: str, encoder: str) -> EncodingOptions:
@@ -112,8 +185,14 @@ class EncodingOptions:
         Raises
         ------
         ValueError
-            Another aggregator.
+            Another aggregator, or multiple or soft assignment (these
+            encoders assign each descriptor to its nearest centre only).
         """
+        if self.weighted:
+            raise ValueError(
+                f"{encoder} supports assignment='hard' only; got "
+                f"{self.assignment!r} (use vlad.encode)"
+            )
         if self.aggregator not in ("auto", backend):
             raise ValueError(
                 f"{encoder} sums residuals with {backend}: its aggregator must be "
@@ -132,14 +211,27 @@ class EncodingOptions:
         return f"{module}.{name}" if module else name
 
     def record(self) -> dict:
-        """JSON-serialisable description, as in ``vectors.json``'s ``encoding``."""
-        return {
+        """JSON-serialisable description, as in ``vectors.json``'s ``encoding``.
+
+        The keys of residual normalisation and of the assignment appear only
+        when they differ from plain VLAD's, so plain VLAD's record is the same
+        as before they existed, and a record without them loads as plain VLAD.
+        """
+        record = {
             "aggregator": self.aggregator_name,
             "power": self.power,
             "intra": self.intra,
             "l2": self.l2,
             "mass": self.mass,
         }
+        if self.residual_norm:
+            record["residual_norm"] = True
+        if self.weighted:
+            record["assignment"] = self.assignment
+            record["n_nearest"] = self.n_nearest
+        if self.kernel_width != 1.0:
+            record["kernel_width"] = self.kernel_width
+        return record
 
     @classmethod
     def from_record(cls, record: Mapping) -> EncodingOptions:

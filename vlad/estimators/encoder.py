@@ -19,6 +19,7 @@ from vlad.core.aggregators import AGGREGATORS
 from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.encoding import encode
+from vlad.core.nearest import ASSIGNMENTS
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import check_n_features
@@ -42,10 +43,11 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     n_clusters : int, default=64
         Number of codebook centres K. With ``codebook`` given it must equal
         the codebook's number of centres (:meth:`from_codebook` sets it).
-    aggregator, power, intra, l2, mass
+    aggregator, power, intra, l2, mass, residual_norm, assignment, n_nearest, \
+            kernel_width
         The fields of :class:`vlad.EncodingOptions` (defaults ``"auto"``,
-        1.0, True, True, False), one parameter each so that grid searches
-        can tune them.
+        1.0, True, True, False, False, ``"hard"``, None, 1.0), one parameter
+        each so that grid searches can tune them.
     sample : int or None, default=100_000
         :meth:`fit` runs k-means on at most this many descriptors drawn
         uniformly; ``None`` uses all of them. :meth:`partial_fit` uses every
@@ -156,6 +158,10 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "intra": ["boolean"],
         "l2": ["boolean"],
         "mass": ["boolean"],
+        "residual_norm": ["boolean"],
+        "assignment": [StrOptions(set(ASSIGNMENTS))],
+        "n_nearest": [Interval(Integral, 1, None, closed="left"), None],
+        "kernel_width": [Interval(Real, 0, None, closed="neither")],
         "sample": [Interval(Integral, 1, None, closed="left"), None],
         "codebook": [Codebook, "array-like", str, os.PathLike, None],
         "random_state": ["random_state"],
@@ -171,6 +177,10 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         intra: bool = True,
         l2: bool = True,
         mass: bool = False,
+        residual_norm: bool = False,
+        assignment: str = "hard",
+        n_nearest: int | None = None,
+        kernel_width: float = 1.0,
         sample: int | None = 100_000,
         codebook=None,
         random_state=None,
@@ -182,6 +192,10 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.intra = intra
         self.l2 = l2
         self.mass = mass
+        self.residual_norm = residual_norm
+        self.assignment = assignment
+        self.n_nearest = n_nearest
+        self.kernel_width = kernel_width
         self.sample = sample
         self.codebook = codebook
         self.random_state = random_state
@@ -342,6 +356,10 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             intra=self.intra,
             l2=self.l2,
             mass=self.mass,
+            residual_norm=self.residual_norm,
+            assignment=self.assignment,
+            n_nearest=self.n_nearest,
+            kernel_width=self.kernel_width,
         )
 
     @_fit_context(prefer_skip_nested_validation=True)

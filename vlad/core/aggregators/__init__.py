@@ -1,8 +1,13 @@
 """Aggregators: interchangeable implementations of the VLAD scatter-reduce.
 
-Every aggregator has the signature ``(descriptors, labels, offsets, centers)``
-and returns the residual sums ``(n_images, n_clusters, n_features)`` in the
-descriptors' dtype. They assume valid input; :func:`aggregate` validates, and
+Every aggregator has the signature ``(descriptors, labels, offsets, centers,
+*, residual_norm=False)`` and returns the residual sums ``(n_images,
+n_clusters, n_features)`` in the descriptors' dtype. Those in
+:data:`WEIGHTED_AGGREGATORS` also take ``weights=`` (multiple and soft
+assignment: ``labels`` and ``weights`` of shape ``(n_descriptors,
+n_nearest)``). A caller's function with the plain four-argument signature is
+called without keywords, so it serves hard assignment without residual
+normalisation. They assume valid input; :func:`aggregate` validates, and
 checks that the descriptors were finite by checking the sums (NaN and inf
 reach the sums of every aggregator here), which costs a pass over the output
 rather than over the input.
@@ -11,6 +16,7 @@ rather than over the input.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import warnings
 from collections.abc import Callable
 
@@ -41,15 +47,21 @@ from vlad.core.validation import (
 __all__ = [
     "AGGREGATORS",
     "FUSED_ENCODE",
+    "WEIGHTED_AGGREGATORS",
     "Aggregator",
     "aggregate",
     "available_aggregators",
+    "call_aggregator",
+    "check_aggregator_variant",
     "choose_aggregator",
     "require_aggregator",
     "resolve_aggregator",
 ]
 
-Aggregator = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+Aggregator = Callable[..., np.ndarray]
+
+#: Aggregators that take ``weights=`` (multiple and soft assignment).
+WEIGHTED_AGGREGATORS = frozenset({"auto", "loop", "sparse", "numba"})
 
 #: The module each optional aggregator needs, and its loader, which raises an
 #: ``ImportError`` that says how to install it.
@@ -112,12 +124,13 @@ def aggregate_auto(
     labels: np.ndarray,
     offsets: np.ndarray,
     centers: np.ndarray,
+    **variants,
 ) -> np.ndarray:
     """The fastest installed aggregator for the input size (see
     :func:`choose_aggregator`)."""
     n_clusters, n_features = centers.shape
     name = choose_aggregator(descriptors.shape[0], n_clusters, n_features)
-    return AGGREGATORS[name](descriptors, labels, offsets, centers)
+    return AGGREGATORS[name](descriptors, labels, offsets, centers, **variants)
 
 
 #: Name -> aggregator function, every one with the same signature and result.
@@ -168,6 +181,77 @@ def resolve_aggregator(
     return aggregator, AGGREGATORS[aggregator]
 
 
+def check_aggregator_variant(
+    aggregator: str | Aggregator, *, residual_norm: bool, weighted: bool
+) -> None:
+    """Check that ``aggregator`` can sum normalised residuals
+    (``residual_norm``) and weighted ones (``weighted``) when asked to.
+
+    Raises
+    ------
+    ValueError
+        A registry aggregator without weights asked for them, or a caller's
+        function whose signature lacks the keyword.
+    """
+    if isinstance(aggregator, str):
+        if weighted and aggregator not in WEIGHTED_AGGREGATORS:
+            raise ValueError(
+                f"aggregator {aggregator!r} supports hard assignment only; for "
+                f"multiple or soft assignment use one of "
+                f"{sorted(WEIGHTED_AGGREGATORS)}"
+            )
+        return
+    for keyword, wanted in (("residual_norm", residual_norm), ("weights", weighted)):
+        if wanted and not _accepts_keyword(aggregator, keyword):
+            raise ValueError(
+                f"aggregator {_function_name(aggregator)} does not accept the "
+                f"keyword {keyword}=; give it one or use a name from "
+                f"{sorted(WEIGHTED_AGGREGATORS if weighted else AGGREGATORS)}"
+            )
+
+
+def call_aggregator(
+    function: Aggregator,
+    descriptors: np.ndarray,
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+    *,
+    residual_norm: bool = False,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """``function`` called with only the keywords in use, so that functions
+    with the plain four-argument signature keep working."""
+    variants = {}
+    if residual_norm:
+        variants["residual_norm"] = True
+    if weights is not None:
+        variants["weights"] = weights
+    return function(descriptors, labels, offsets, centers, **variants)
+
+
+def _accepts_keyword(function: Callable, keyword: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: let the call tell
+        return True
+    return any(
+        parameter.kind == parameter.VAR_KEYWORD
+        or (
+            parameter.name == keyword
+            and parameter.kind
+            in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        )
+        for parameter in parameters
+    )
+
+
+def _function_name(function: Callable) -> str:
+    module = getattr(function, "__module__", None)
+    name = getattr(function, "__qualname__", type(function).__name__)
+    return f"{module}.{name}" if module else name
+
+
 def aggregate(
     descriptors: ArrayLike,
     labels: ArrayLike,
@@ -175,6 +259,8 @@ def aggregate(
     centers: ArrayLike,
     aggregator: str | Aggregator = "auto",
     *,
+    residual_norm: bool = False,
+    weights: ArrayLike | None = None,
     method: str | Aggregator | None = None,
 ) -> np.ndarray:
     """Sum of residuals per image and centre: the VLAD scatter-reduce.
@@ -187,14 +273,24 @@ def aggregate(
     Parameters
     ----------
     descriptors : array-like of shape (n_descriptors, n_features)
-    labels : array-like of int of shape (n_descriptors,)
+    labels : array-like of int of shape (n_descriptors,) or (n_descriptors, n_nearest)
         Centre of each descriptor, in ``[0, n_clusters)``; see :func:`vlad.assign`.
+        With ``weights``, each descriptor's centres (:func:`vlad.assign_nearest`).
     offsets : array-like of int of shape (n_images + 1,)
         Image boundaries: start at 0, non-decreasing, end at ``n_descriptors``.
     centers : array-like of shape (n_clusters, n_features)
     aggregator : str or callable, default="auto"
         A name from :data:`vlad.AGGREGATORS` or a function with the same
         signature. All give the same result up to float rounding.
+    residual_norm : bool, default=False
+        L2-normalise each residual ``x - c`` before summing (a zero residual
+        adds zero): Delhumeau et al.'s residual normalisation.
+    weights : array-like of shape (n_descriptors, n_nearest), optional
+        Multiple or soft assignment: descriptor ``i`` adds ``weights[i, j] *
+        (x - centers[labels[i, j]])`` for each ``j``
+        (:func:`vlad.assignment_weights`). Only the aggregators in
+        ``WEIGHTED_AGGREGATORS`` (``auto``, ``loop``, ``sparse``, ``numba``)
+        take weights.
     method : str or callable, optional
         Deprecated name of ``aggregator``.
 
@@ -236,13 +332,24 @@ def aggregate(
         )
         aggregator = method
     resolve_aggregator(aggregator)  # an unknown name is refused before the data
+    if not isinstance(residual_norm, (bool, np.bool_)):
+        raise TypeError(f"residual_norm must be True or False; got {residual_norm!r}")
+    residual_norm = bool(residual_norm)
+    check_aggregator_variant(
+        aggregator, residual_norm=residual_norm, weighted=weights is not None
+    )
     descriptors = as_float_matrix(descriptors, "descriptors")
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
     if centers.shape[0] < 1:
         raise ValueError("centers must hold at least one centre")
     offsets = as_offsets(offsets, descriptors.shape[0])
-    labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
+    if weights is None:
+        labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
+    else:
+        labels, weights = _as_weighted(
+            labels, weights, descriptors.shape[0], centers.shape[0]
+        )
     check_finite(centers, "centers")
     name, function = resolve_aggregator(
         aggregator, (descriptors.shape[0], *centers.shape)
@@ -258,7 +365,15 @@ def aggregate(
     # on inputs scaled by a power of two and scaled back, so that an overflow
     # is an error, never an inf.
     def aggregate_checked(scaled, scaled_centers):
-        residuals = function(scaled, labels, offsets, scaled_centers)
+        residuals = call_aggregator(
+            function,
+            scaled,
+            labels,
+            offsets,
+            scaled_centers,
+            residual_norm=residual_norm,
+            weights=weights,
+        )
         if name is None:  # a function of the caller's: its result is checked
             label = getattr(function, "__qualname__", type(function).__name__)
             shape = (offsets.shape[0] - 1, *centers.shape)
@@ -268,4 +383,30 @@ def aggregate(
     residuals, scale = run_in_range(
         aggregate_checked, descriptors, centers, finite=all_finite
     )
-    return restore_scale(residuals, scale, power=1.0, normalised=False)
+    # Unit residuals do not depend on the scale.
+    return restore_scale(residuals, scale, power=1.0, normalised=residual_norm)
+
+
+def _as_weighted(
+    labels: ArrayLike, weights: ArrayLike, n_rows: int, n_clusters: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``labels`` and ``weights`` checked as two ``(n_rows, n_nearest)``
+    arrays, integers in range and finite weights."""
+    labels = np.asarray(labels)
+    weights = np.asarray(weights)
+    if weights.dtype.kind not in "fiu":
+        raise TypeError(f"weights must hold numbers; got dtype {weights.dtype}")
+    if labels.ndim != 2 or labels.shape[0] != n_rows or labels.shape[1] < 1:
+        raise ValueError(
+            f"labels must have shape ({n_rows}, n_nearest) with weights; got "
+            f"shape {labels.shape}"
+        )
+    if weights.shape != labels.shape:
+        raise ValueError(
+            f"weights must have the shape of labels {labels.shape}; got shape "
+            f"{weights.shape}"
+        )
+    flat = as_labels(labels.ravel(), labels.size, n_clusters)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    check_finite(weights, "weights")
+    return flat.reshape(labels.shape), weights

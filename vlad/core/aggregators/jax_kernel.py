@@ -16,6 +16,8 @@ def aggregate_jax(
     labels: np.ndarray,
     offsets: np.ndarray,
     centers: np.ndarray,
+    *,
+    residual_norm: bool = False,
 ) -> np.ndarray:
     """Scatter-add of the residuals ``x - c_label`` with JAX, jitted.
 
@@ -24,7 +26,8 @@ def aggregate_jax(
     4096 rows of one image, then the blocks of each image are added, so
     float32 results stay accurate however many descriptors an image has.
     Chunk, image and block counts are rounded to powers of two, so the
-    kernels compile once per size class. Requires JAX
+    kernels compile once per size class. With ``residual_norm``, each
+    residual is divided by its L2 norm before the scatter. Requires JAX
     (``pip install 'vlad[jax]'``).
     """
     jax = import_jax()
@@ -43,6 +46,7 @@ def aggregate_jax(
                 centers,
                 plan.block_images,
                 n_segments=plan.n_segments,
+                residual_norm=residual_norm,
                 n_images=plan.padded_images,
                 blocks_are_images=plan.blocks_are_images,
             )
@@ -54,7 +58,14 @@ def aggregate_jax(
             step = jax_kernels.aggregate_chunk()
             for start, first_new, (rows, row_labels) in chunks:
                 state = step(
-                    state, rows, row_labels, start, first_new, plan.layout, centers
+                    state,
+                    rows,
+                    row_labels,
+                    start,
+                    first_new,
+                    plan.layout,
+                    centers,
+                    residual_norm=residual_norm,
                 )
             sums = jax_kernels.finish_residuals()(
                 state,

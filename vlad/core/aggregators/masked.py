@@ -14,6 +14,8 @@ def aggregate_masked(
     labels: np.ndarray,
     offsets: np.ndarray,
     centers: np.ndarray,
+    *,
+    residual_norm: bool = False,
 ) -> np.ndarray:
     """Dense one-hot mask times every residual ``x - c_k``, summed per image.
 
@@ -21,7 +23,7 @@ def aggregate_masked(
     descriptor to *every* centre, so it does ``n_clusters`` times the necessary
     work. Rows are processed in blocks so that the ``(rows, K, F)`` temporary
     never exceeds ``WORKING_SET_BYTES``; a block may hold several images or part
-    of one.
+    of one. With ``residual_norm``, each residual is L2-normalised first.
     """
     n_images = offsets.shape[0] - 1
     n_clusters, n_features = centers.shape
@@ -33,6 +35,8 @@ def aggregate_masked(
     for start, stop in row_blocks(descriptors.shape[0], rows_per_block):
         mask = labels[start:stop, None] == cluster_ids
         delta = descriptors[start:stop, None, :] - centers64
+        if residual_norm:
+            _normalize_last_axis(delta)
         delta *= mask[:, :, None]
         block_images = images[start:stop]
         first_rows = np.flatnonzero(np.diff(block_images, prepend=-1))
@@ -40,3 +44,13 @@ def aggregate_masked(
             delta, first_rows, axis=0
         )
     return residuals.astype(descriptors.dtype, copy=False)
+
+
+def _normalize_last_axis(delta: np.ndarray) -> None:
+    """Divide each ``delta[i, k]`` by its L2 norm in place (zero stays zero)."""
+    scale = np.abs(delta).max(axis=2, keepdims=True)
+    scale[scale == 0] = 1.0
+    delta /= scale
+    norms = np.sqrt(np.einsum("nkf,nkf->nk", delta, delta))[:, :, None]
+    norms[norms == 0] = 1.0
+    delta /= norms

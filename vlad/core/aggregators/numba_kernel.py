@@ -19,6 +19,9 @@ def aggregate_numba(
     labels: np.ndarray,
     offsets: np.ndarray,
     centers: np.ndarray,
+    *,
+    residual_norm: bool = False,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Compiled loop: each image's rows added into a float64 ``(K, F)``
     accumulator that stays in cache, images split across threads.
@@ -29,6 +32,8 @@ def aggregate_numba(
     descriptors, or an overflow). The kernel releases the GIL and runs on plain
     threads (no OpenMP pool that spin-waits between calls). Requires numba
     (``pip install 'vlad[numba]'``); compiled once per dtype and cached on disk.
+    With ``residual_norm`` or ``weights``, each residual is formed, scaled
+    (by its weight, by its inverse norm) and added in the same pass.
     """
     kernels = numba_kernels()
     n_images = offsets.shape[0] - 1
@@ -37,6 +42,35 @@ def aggregate_numba(
     counts = np.empty((n_images, n_clusters), dtype=np.int64)
     n_parts = available_cores() if descriptors.shape[0] >= PARALLEL_MIN_ROWS else 1
     statuses = []
+    if residual_norm or weights is not None:
+        if weights is None:
+            labels = labels[:, None]
+            weights = np.ones(labels.shape)
+        masses = np.empty((n_images, n_clusters), dtype=np.float64)
+
+        def aggregate_weighted(first: int, last: int) -> None:
+            sums = np.zeros((n_clusters, n_features), dtype=np.float64)
+            image_masses = np.zeros(n_clusters, dtype=np.float64)
+            status = np.zeros(1, dtype=np.int64)
+            image = kernels.add_weighted_rows(
+                descriptors, labels, weights, 0, offsets, offsets[first],
+                offsets[last], first, centers, residual_norm, False, 1.0, sums,
+                image_masses, residuals, masses, status,
+            )  # fmt: skip
+            kernels.flush_weighted(
+                image, last, sums, image_masses, residuals, masses, status
+            )
+            statuses.append(status[0])
+
+        run_ranges(
+            aggregate_weighted,
+            balanced_ranges(offsets, n_parts),
+            n_parts,
+            limit_blas=False,
+        )
+        if any(statuses):
+            raise_non_finite_result(descriptors)
+        return residuals
 
     def aggregate_images(first: int, last: int) -> None:
         sums = np.zeros((n_clusters, n_features), dtype=np.float64)

@@ -17,6 +17,8 @@ __all__ = [
     "row_blocks",
     "segment_counts",
     "subtract_centers",
+    "unit_residuals",
+    "weighted_masses",
 ]
 
 #: Bound on the temporaries of the chunked aggregators (``masked``,
@@ -101,3 +103,45 @@ def raise_non_finite_result(descriptors: np.ndarray) -> None:
         f"residual sums overflow: values are too large for {descriptors.dtype}; "
         "rescale them or pass float64"
     )
+
+
+def unit_residuals(
+    rows: np.ndarray, labels: np.ndarray, centers64: np.ndarray
+) -> np.ndarray:
+    """Residuals ``x - c_label`` of ``rows``, each divided by its L2 norm.
+
+    A zero residual stays zero. The norm is taken of the residual divided by
+    its largest magnitude, so that squares of extreme values cannot overflow.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_features)
+    labels : ndarray of int of shape (n_rows,)
+    centers64 : ndarray of float64 of shape (n_clusters, n_features)
+
+    Returns
+    -------
+    residuals : ndarray of float64 of shape (n_rows, n_features)
+    """
+    residuals = rows.astype(np.float64) - centers64[labels]
+    scale = np.abs(residuals).max(axis=1, initial=0.0)
+    scale[scale == 0] = 1.0
+    residuals /= scale[:, None]
+    norms = np.sqrt(np.einsum("nf,nf->n", residuals, residuals))
+    norms[norms == 0] = 1.0
+    residuals /= norms[:, None]
+    return residuals
+
+
+def weighted_masses(
+    offsets: np.ndarray, labels: np.ndarray, weights: np.ndarray, n_clusters: int
+) -> np.ndarray:
+    """Sum of assignment weights per image and centre, shape (n_images,
+    n_clusters), float64; ``labels`` and ``weights`` of shape (n_descriptors,
+    n_nearest)."""
+    n_images = offsets.shape[0] - 1
+    segments = image_of_rows(offsets)[:, None] * n_clusters + labels
+    masses = np.bincount(
+        segments.ravel(), weights.ravel(), minlength=n_images * n_clusters
+    )
+    return masses.reshape(n_images, n_clusters)

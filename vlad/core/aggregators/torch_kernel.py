@@ -15,13 +15,16 @@ def aggregate_torch(
     labels: np.ndarray,
     offsets: np.ndarray,
     centers: np.ndarray,
+    *,
+    residual_norm: bool = False,
 ) -> np.ndarray:
     """``index_add_`` of the residuals ``x - c_label`` with PyTorch, on the CPU.
 
     The arrays are wrapped as tensors without copies; residuals are summed in
     the input's dtype by blocks of at most 4096 rows of one image (then the
     blocks of each image are added), so float32 results stay accurate however
-    many descriptors an image has. PyTorch's own threads do the work. Requires
+    many descriptors an image has. PyTorch's own threads do the work. With
+    ``residual_norm``, each residual is divided by its L2 norm first. Requires
     PyTorch (``pip install 'vlad[torch]'``).
     """
     torch = import_torch()
@@ -33,6 +36,7 @@ def aggregate_torch(
         layout,
         torch.from_numpy(centers),
         labels=torch.from_numpy(labels.astype(np.int64, copy=False)),
+        residual_norm=residual_norm,
     )
     sums, _ = torch_kernels.block_sums(partials, counts, layout, n_clusters)
     return sums.numpy().reshape(n_images, n_clusters, n_features)
