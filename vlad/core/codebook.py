@@ -12,6 +12,14 @@ from numpy.typing import ArrayLike
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.finite import largest_magnitude, scale_exponent
+from vlad.core.kmeans import (
+    FAISS_MAX_ITER,
+    KMEANS_BACKENDS,
+    SKLEARN_MAX_ITER,
+    faiss_available,
+    unit_rows,
+)
+from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import (
     as_float_matrix,
     as_record,
@@ -20,7 +28,13 @@ from vlad.core.validation import (
 )
 from vlad.formats.files import read_record_archive, save_record_archive
 
-__all__ = ["FULL_KMEANS_MAX_SAMPLES", "Codebook", "as_centers", "fit_codebook"]
+__all__ = [
+    "FULL_KMEANS_MAX_SAMPLES",
+    "Codebook",
+    "as_centers",
+    "fit_codebook",
+    "on_codebook_metric",
+]
 
 FORMAT_VERSION = 1
 #: Above this many sampled descriptors ``algorithm="auto"`` uses mini-batch k-means.
@@ -62,6 +76,11 @@ class Codebook:
     def n_features(self) -> int:
         """Descriptor dimension F."""
         return self.centers.shape[1]
+
+    @property
+    def metric(self) -> str:
+        """``"cosine"`` for a spherical k-means codebook, else ``"euclidean"``."""
+        return "cosine" if self.metadata.get("metric") == "cosine" else "euclidean"
 
     @property
     def fingerprint(self) -> str:
@@ -128,8 +147,11 @@ def fit_codebook(
     *,
     sample: int | None = 100_000,
     seed: int | None = 0,
+    backend: str = "auto",
     algorithm: str = "auto",
-    max_iter: int = 100,
+    max_iter: int | None = None,
+    spherical: bool = False,
+    n_jobs: int | None = None,
 ) -> Codebook:
     """Fit k-means centres on a uniform sample of descriptors.
 
@@ -143,34 +165,66 @@ def fit_codebook(
         Number of centres K.
     sample : int or None, default=100_000
         Fit on at most this many descriptors drawn uniformly without
-        replacement; ``None`` uses all of them.
+        replacement; ``None`` uses all of them. It is the only subsample:
+        faiss's own (256 descriptors per centre) is turned off.
     seed : int or None, default=0
         Seed for the sample and for k-means; the same seed gives the same
-        codebook.
+        codebook (with faiss, the same seed and ``n_jobs``).
+    backend : {"auto", "sklearn", "faiss"}, default="auto"
+        The k-means implementation. ``"faiss"`` is faiss's k-means (Lloyd's
+        iterations from random descriptors, in float32, every one of
+        ``max_iter`` run); ``"sklearn"`` is scikit-learn's, as ``algorithm``
+        says. ``"auto"`` is faiss when it is installed and ``algorithm`` is
+        ``"auto"``, scikit-learn otherwise (see ``docs/codebooks.md`` for the
+        measurements behind it).
     algorithm : {"auto", "lloyd", "minibatch"}, default="auto"
-        ``"lloyd"`` is scikit-learn's ``KMeans`` (Lloyd's algorithm),
+        For scikit-learn: ``"lloyd"`` is its ``KMeans`` (Lloyd's algorithm),
         ``"minibatch"`` its ``MiniBatchKMeans``; ``"auto"`` uses Lloyd up to
         ``FULL_KMEANS_MAX_SAMPLES`` sampled descriptors and mini-batch above.
         ``"full"``, the name scikit-learn retired, is a deprecated alias of
-        ``"lloyd"``.
-    max_iter : int, default=100
-        Maximum k-means iterations (epochs for mini-batch).
+        ``"lloyd"``. faiss runs Lloyd's algorithm only.
+    max_iter : int or None, default=None
+        Maximum k-means iterations (epochs for mini-batch); None is the
+        back-end's default, 100 for scikit-learn (which stops earlier once
+        converged) and 25 for faiss.
+    spherical : bool, default=False
+        Spherical (cosine) k-means: descriptors are scaled to unit length
+        (all-zero ones stay zero) and centres are scaled back to unit length
+        at every iteration (faiss's ``spherical=True``; with scikit-learn,
+        :func:`vlad.core.kmeans.spherical_lloyd`, which has no mini-batch
+        form). The codebook records ``metadata["metric"] = "cosine"`` and
+        :func:`vlad.encode` then scales each descriptor to unit length before
+        assigning it.
+    n_jobs : int or None, default=None
+        Threads of k-means (None or -1: as many as the back-end uses by
+        default, every core); they are set for the call only and restored.
 
     Returns
     -------
     Codebook
         Centres in the descriptors' dtype; ``metadata`` records the seed, the
-        sample size, the algorithm and the descriptors' own metadata.
+        sample size, the back-end, the algorithm, the iterations, the metric
+        (``"euclidean"`` or ``"cosine"``) and the descriptors' own metadata.
 
     Raises
     ------
     ValueError
         Fewer descriptors than centres, NaN/inf descriptors, bad parameters.
+    ImportError
+        ``backend="faiss"`` without faiss installed.
 
     See Also
     --------
     Codebook : The fitted centres.
     VLADEncoder : The scikit-learn transformer that fits its codebook with this.
+
+    References
+    ----------
+    .. [1] I. S. Dhillon, D. S. Modha. "Concept decompositions for large sparse
+       text data using clustering". Machine Learning 42, 2001 (spherical
+       k-means).
+    .. [2] N. Keetha et al. "AnyLoc: Towards Universal Visual Place
+       Recognition". RA-L 2023 (VLAD on a cosine codebook).
 
     Examples
     --------
@@ -180,33 +234,20 @@ def fit_codebook(
     >>> codebook = vlad.fit_codebook(X, n_clusters=4, seed=0)
     >>> codebook.centers.shape, codebook.centers.dtype
     ((4, 8), dtype('float32'))
+    >>> cosine = vlad.fit_codebook(X, 4, spherical=True, backend="sklearn")
+    >>> cosine.metadata["metric"], np.linalg.norm(cosine.centers, axis=1).round(3)
+    ('cosine', array([1., 1., 1., 1.], dtype=float32))
     """
     n_clusters = check_positive_int(n_clusters, "n_clusters")
     if sample is not None:
         sample = check_positive_int(sample, "sample")
-    max_iter = check_positive_int(max_iter, "max_iter")
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(
-                f"seed must be a non-negative integer or None; got {seed!r}"
-            )
-        if seed < 0:
-            raise ValueError(
-                f"seed must be a non-negative integer or None; got {seed!r}"
-            )
-        seed = int(seed)
-    if algorithm == "full":
-        warnings.warn(
-            'fit_codebook(algorithm="full") is deprecated; use algorithm="lloyd"',
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        algorithm = "lloyd"
-    if algorithm not in ("auto", "lloyd", "minibatch"):
-        raise ValueError(
-            "algorithm must be one of ['auto', 'lloyd', 'minibatch']; "
-            f"got {algorithm!r}"
-        )
+    if max_iter is not None:
+        max_iter = check_positive_int(max_iter, "max_iter")
+    seed = _check_seed(seed)
+    if not isinstance(spherical, (bool, np.bool_)):
+        raise TypeError(f"spherical must be True or False; got {spherical!r}")
+    n_threads = None if n_jobs in (None, -1) else resolve_n_jobs(n_jobs)
+    backend, algorithm = _resolve_strategy(backend, algorithm, bool(spherical))
     descriptor_metadata: dict = {}
     if isinstance(descriptors, (DescriptorSets, list, tuple)) or (
         isinstance(descriptors, np.ndarray) and descriptors.ndim == 3
@@ -237,38 +278,111 @@ def fit_codebook(
         algorithm = (
             "lloyd" if training.shape[0] <= FULL_KMEANS_MAX_SAMPLES else "minibatch"
         )
-    # k-means squares distances: values of extreme magnitude are fitted scaled
-    # by a power of two (the centres scale with them, exactly).
-    exponent = scale_exponent(largest_magnitude(training), training.dtype)
-    centers = _kmeans(
-        np.ldexp(training, exponent), n_clusters, algorithm, max_iter, seed
+    if max_iter is None:
+        max_iter = FAISS_MAX_ITER if backend == "faiss" else SKLEARN_MAX_ITER
+    if spherical:
+        training, exponent = unit_rows(training), 0
+    else:
+        # k-means squares distances: values of extreme magnitude are fitted
+        # scaled by a power of two (the centres scale with them, exactly);
+        # faiss computes in float32 whatever the input.
+        working = np.float32 if backend == "faiss" else training.dtype
+        exponent = scale_exponent(largest_magnitude(training), working)
+    centers = KMEANS_BACKENDS[backend](
+        np.ldexp(training, exponent),
+        n_clusters,
+        algorithm=algorithm,
+        max_iter=max_iter,
+        seed=seed,
+        spherical=bool(spherical),
+        n_threads=n_threads,
     )
-    centers = np.ldexp(centers, -exponent)
+    centers = np.ldexp(centers.astype(descriptors.dtype, copy=False), -exponent)
     metadata = {
         "seed": seed,
         "n_training_descriptors": int(training.shape[0]),
-        "algorithm": algorithm,
+        "backend": backend,
+        "algorithm": "spherical-lloyd" if spherical else algorithm,
+        "max_iter": max_iter,
+        "metric": "cosine" if spherical else "euclidean",
         "descriptor": descriptor_metadata,
     }
-    return Codebook(centers.astype(descriptors.dtype, copy=False), metadata)
+    return Codebook(centers, metadata)
 
 
-def _kmeans(
-    training: np.ndarray, n_clusters: int, algorithm: str, max_iter: int, seed
-) -> np.ndarray:
-    """Run scikit-learn's k-means on valid input and return the centres."""
-    from sklearn.cluster import KMeans, MiniBatchKMeans
+def on_codebook_metric(
+    descriptor_sets: DescriptorSets, codebook: Codebook | ArrayLike
+) -> DescriptorSets:
+    """The descriptors as a codebook compares them: for a cosine codebook
+    (``metadata["metric"] == "cosine"``) each row scaled to unit length (an
+    all-zero row stays zero), otherwise ``descriptor_sets`` itself.
 
-    if algorithm == "lloyd":
-        estimator = KMeans(
-            n_clusters=n_clusters, n_init=1, max_iter=max_iter, random_state=seed
+    Parameters
+    ----------
+    descriptor_sets : DescriptorSets
+    codebook : Codebook or array-like of shape (n_clusters, n_features)
+        A plain array is a Euclidean codebook.
+
+    Returns
+    -------
+    DescriptorSets
+        With the same offsets, names, metadata and keypoints.
+    """
+    if not isinstance(codebook, Codebook) or codebook.metric != "cosine":
+        return descriptor_sets
+    check_finite(descriptor_sets.descriptors, "descriptors")
+    return DescriptorSets(
+        unit_rows(descriptor_sets.descriptors),
+        descriptor_sets.offsets,
+        descriptor_sets.names,
+        descriptor_sets.metadata,
+        keypoints=descriptor_sets.keypoints,
+    )
+
+
+def _check_seed(seed) -> int | None:
+    """``seed`` as an int, or None; a one-line error otherwise."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative integer or None; got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
+    return int(seed)
+
+
+def _resolve_strategy(backend, algorithm, spherical: bool) -> tuple[str, str]:
+    """The back-end and algorithm names that ``backend`` and ``algorithm``
+    ask for; one-line errors for names they cannot take."""
+    if algorithm == "full":
+        warnings.warn(
+            'fit_codebook(algorithm="full") is deprecated; use algorithm="lloyd"',
+            DeprecationWarning,
+            stacklevel=3,
         )
-    else:
-        estimator = MiniBatchKMeans(
-            n_clusters=n_clusters,
-            n_init=3,
-            max_iter=max_iter,
-            batch_size=max(1024, 4 * n_clusters),
-            random_state=seed,
+        algorithm = "lloyd"
+    if algorithm not in ("auto", "lloyd", "minibatch"):
+        raise ValueError(
+            "algorithm must be one of ['auto', 'lloyd', 'minibatch']; "
+            f"got {algorithm!r}"
         )
-    return estimator.fit(training).cluster_centers_
+    if backend not in ("auto", *KMEANS_BACKENDS):
+        raise ValueError(
+            f"backend must be one of {['auto', *sorted(KMEANS_BACKENDS)]}; "
+            f"got {backend!r}"
+        )
+    if backend == "auto":
+        backend = "faiss" if algorithm == "auto" and faiss_available() else "sklearn"
+    if backend == "faiss" and algorithm not in ("auto", "lloyd"):
+        raise ValueError(
+            f"algorithm={algorithm!r} is not a faiss k-means; "
+            "faiss runs 'lloyd' (or pass backend='sklearn')"
+        )
+    if spherical and algorithm == "minibatch":
+        raise ValueError(
+            "algorithm='minibatch' has no spherical form; use algorithm='lloyd' "
+            "or 'auto' with spherical=True"
+        )
+    if backend == "faiss" or spherical:
+        algorithm = "lloyd"
+    return backend, algorithm

@@ -11,7 +11,7 @@ from vlad.backends.fused import fused_residuals, image_blocks
 from vlad.core.aggregators import FUSED_ENCODE, resolve_aggregator
 from vlad.core.aggregators.segments import segment_counts
 from vlad.core.assignment import CHUNK_BYTES, assign_valid
-from vlad.core.codebook import Codebook, as_centers
+from vlad.core.codebook import Codebook, as_centers, on_codebook_metric
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.finite import (
     cast_in_range,
@@ -95,7 +95,8 @@ def encode(
     """
     options = EncodingOptions.resolve(options, **settings)
     n_threads = resolve_n_jobs(n_jobs)
-    sets = as_descriptor_sets(descriptor_sets)
+    # A cosine codebook compares unit descriptors (zero rows stay zero).
+    sets = on_codebook_metric(as_descriptor_sets(descriptor_sets), codebook)
     centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])
     name, function = resolve_aggregator(
