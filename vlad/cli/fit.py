@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from vlad.cli.kmeans_options import kmeans_options
 from vlad.cli.options import (
     descriptor_options,
     input_argument,
@@ -60,6 +61,7 @@ logger = logging.getLogger("vlad.cli")
     show_default=True,
     help="Seed of the sample and of k-means: the same seed, the same codebook.",
 )
+@kmeans_options
 @descriptor_options(from_codebook=False)
 @jobs_option
 @overwrite_option
@@ -71,6 +73,7 @@ def fit(
     sample: int,
     per_image: int | None,
     seed: int,
+    kmeans_options: dict,
     descriptor_options: dict,
     n_jobs: int | None,
     overwrite: bool,
@@ -98,6 +101,7 @@ def fit(
             per_image=per_image,
             seed=seed,
             descriptor_options=descriptor_options,
+            kmeans_options=kmeans_options,
             n_jobs=n_jobs,
             progress=progress,
         )

@@ -189,12 +189,12 @@ def fit_codebook(
         converged) and 25 for faiss.
     spherical : bool, default=False
         Spherical (cosine) k-means: descriptors are scaled to unit length
-        (all-zero ones stay zero) and centres are scaled back to unit length
+        (all-zero ones are left out) and centres are scaled back to unit length
         at every iteration (faiss's ``spherical=True``; with scikit-learn,
         :func:`vlad.core.kmeans.spherical_lloyd`, which has no mini-batch
         form). The codebook records ``metadata["metric"] = "cosine"`` and
         :func:`vlad.encode` then scales each descriptor to unit length before
-        assigning it.
+        assigning it, leaving out all-zero ones.
     n_jobs : int or None, default=None
         Threads of k-means (None or -1: as many as the back-end uses by
         default, every core); they are set for the call only and restored.
@@ -281,7 +281,15 @@ def fit_codebook(
     if max_iter is None:
         max_iter = FAISS_MAX_ITER if backend == "faiss" else SKLEARN_MAX_ITER
     if spherical:
+        # All-zero descriptors have no direction: left out, as encoding does.
         training, exponent = unit_rows(training), 0
+        training = training[np.any(training != 0, axis=1)]
+        if training.shape[0] < n_clusters:
+            raise ValueError(
+                f"cannot fit {n_clusters} spherical centres on "
+                f"{training.shape[0]} non-zero descriptors; need at least "
+                "as many as n_clusters"
+            )
     else:
         # k-means squares distances: values of extreme magnitude are fitted
         # scaled by a power of two (the centres scale with them, exactly);
@@ -314,8 +322,9 @@ def on_codebook_metric(
     descriptor_sets: DescriptorSets, codebook: Codebook | ArrayLike
 ) -> DescriptorSets:
     """The descriptors as a codebook compares them: for a cosine codebook
-    (``metadata["metric"] == "cosine"``) each row scaled to unit length (an
-    all-zero row stays zero), otherwise ``descriptor_sets`` itself.
+    (``metadata["metric"] == "cosine"``) each row scaled to unit length and
+    all-zero rows left out (they have no direction), otherwise
+    ``descriptor_sets`` itself.
 
     Parameters
     ----------
@@ -326,17 +335,38 @@ def on_codebook_metric(
     Returns
     -------
     DescriptorSets
-        With the same offsets, names, metadata and keypoints.
+        The same images, names and metadata; keypoints of the rows kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import vlad
+    >>> from vlad.core.codebook import on_codebook_metric
+    >>> cosine = vlad.Codebook(np.eye(2), {"metric": "cosine"})
+    >>> sets = vlad.DescriptorSets([[3.0, 4.0], [0.0, 0.0], [0.0, 2.0]], [0, 2, 3])
+    >>> unit = on_codebook_metric(sets, cosine)
+    >>> unit.descriptors.tolist(), unit.offsets.tolist()
+    ([[0.6, 0.8], [0.0, 1.0]], [0, 1, 2])
     """
     if not isinstance(codebook, Codebook) or codebook.metric != "cosine":
         return descriptor_sets
     check_finite(descriptor_sets.descriptors, "descriptors")
+    unit = unit_rows(descriptor_sets.descriptors)
+    keep = np.any(unit != 0, axis=1)
+    keypoints = descriptor_sets.keypoints
+    if not keep.all():
+        unit = unit[keep]
+        kept_before = np.concatenate([[0], np.cumsum(keep)])
+        offsets = kept_before[descriptor_sets.offsets]
+        keypoints = None if keypoints is None else keypoints[keep]
+    else:
+        offsets = descriptor_sets.offsets
     return DescriptorSets(
-        unit_rows(descriptor_sets.descriptors),
-        descriptor_sets.offsets,
+        unit,
+        offsets,
         descriptor_sets.names,
         descriptor_sets.metadata,
-        keypoints=descriptor_sets.keypoints,
+        keypoints=keypoints,
     )
 
 

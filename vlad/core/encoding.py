@@ -95,7 +95,7 @@ def encode(
     """
     options = EncodingOptions.resolve(options, **settings)
     n_threads = resolve_n_jobs(n_jobs)
-    # A cosine codebook compares unit descriptors (zero rows stay zero).
+    # A cosine codebook compares unit descriptors (zero rows are left out).
     sets = on_codebook_metric(as_descriptor_sets(descriptor_sets), codebook)
     centers = cast_in_range(as_centers(codebook), sets.dtype, "the centres")
     check_n_features(sets.n_features, centers.shape[1])

@@ -19,6 +19,7 @@ from vlad.core.assignment import CHUNK_BYTES, assign_valid
 __all__ = [
     "FAISS_MAX_ITER",
     "KMEANS_BACKENDS",
+    "SEEDING_ROWS_PER_CENTRE",
     "SKLEARN_MAX_ITER",
     "faiss_available",
     "faiss_kmeans",
@@ -31,6 +32,8 @@ __all__ = [
 SKLEARN_MAX_ITER = 100
 #: Default iterations of faiss k-means, which runs every one (faiss's default).
 FAISS_MAX_ITER = 25
+#: Rows per centre that the faiss back-end's k-means++ seeding looks at.
+SEEDING_ROWS_PER_CENTRE = 8
 
 
 def unit_rows(descriptors: np.ndarray) -> np.ndarray:
@@ -179,8 +182,15 @@ def faiss_kmeans(
     spherical: bool,
     n_threads: int | None,
 ) -> np.ndarray:
-    """faiss's k-means (``faiss.Kmeans``: Lloyd's iterations from random
-    rows, ``max_iter`` of them, in float32), on every training row."""
+    """faiss's k-means (``faiss.Kmeans``: ``max_iter`` Lloyd's iterations in
+    float32) on every training row, seeded by k-means++.
+
+    faiss seeds with random rows by default, which on a few well-separated
+    clusters often puts two centres in one and never recovers. The seeds
+    here are scikit-learn's greedy ``kmeans_plusplus`` on a uniform subsample
+    of ``SEEDING_ROWS_PER_CENTRE`` rows per centre (at least 1,024), which
+    costs about a fifth of the iterations at K=1024.
+    """
     try:
         import faiss
     except ImportError:
@@ -191,6 +201,15 @@ def faiss_kmeans(
     n_training, n_features = training.shape
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31 - 1))
+    from sklearn.cluster import kmeans_plusplus
+
+    rng = np.random.RandomState(seed)
+    n_seeding = max(1024, SEEDING_ROWS_PER_CENTRE * n_clusters)
+    candidates = training
+    if n_training > n_seeding:
+        candidates = training[np.sort(rng.choice(n_training, n_seeding, False))]
+    with _threadpool_limit(n_threads):
+        seeds, _ = kmeans_plusplus(candidates, n_clusters, random_state=rng)
     kmeans = faiss.Kmeans(
         n_features,
         n_clusters,
@@ -205,7 +224,7 @@ def faiss_kmeans(
         min_points_per_centroid=1,
     )
     with _faiss_threads(faiss, n_threads):
-        kmeans.train(training)
+        kmeans.train(training, init_centroids=seeds)
     return kmeans.centroids
 
 

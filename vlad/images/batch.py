@@ -267,6 +267,7 @@ def fit_codebook_to_images(
     per_image: int | None = None,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
+    kmeans_options: Mapping | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
@@ -288,8 +289,11 @@ def fit_codebook_to_images(
     per_image : int or None, default=None
         Offer at most this many descriptors of each image (drawn at random)
         to the sample; None offers all.
+    kmeans_options : mapping, optional
+        Further keyword arguments of :func:`vlad.fit_codebook` (``backend``,
+        ``algorithm``, ``max_iter``, ``spherical``).
     descriptor_options, n_jobs, progress
-        As in :func:`extract_images`; only for images.
+        As in :func:`extract_images`; ``n_jobs`` also bounds k-means' threads.
 
     Returns
     -------
@@ -302,11 +306,12 @@ def fit_codebook_to_images(
     --------
     vlad.fit_codebook : The same on descriptors in memory.
     """
+    kmeans = _kmeans_settings(kmeans_options, n_jobs)
     if sample is None:
         sets, report = read_descriptor_sets(
             inputs, descriptor_options, n_jobs=n_jobs, progress=progress
         )
-        return fit_codebook(sets, n_clusters, sample=None, seed=seed), report
+        return fit_codebook(sets, n_clusters, sample=None, seed=seed, **kmeans), report
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
         blocks: Iterable[np.ndarray] = (sets[i] for i in range(len(sets)))
@@ -328,8 +333,20 @@ def fit_codebook_to_images(
     training = DescriptorSets.from_list(
         [reservoir.sample], n_features=n_features, metadata=metadata
     )
-    codebook = fit_codebook(training, n_clusters, sample=sample, seed=seed)
+    codebook = fit_codebook(training, n_clusters, sample=sample, seed=seed, **kmeans)
     return codebook, report
+
+
+def _kmeans_settings(kmeans_options: Mapping | None, n_jobs: int | None) -> dict:
+    """The keyword arguments of :func:`fit_codebook` for ``kmeans_options``."""
+    settings = dict(kmeans_options or {})
+    unknown = sorted(set(settings) - {"backend", "algorithm", "max_iter", "spherical"})
+    if unknown:
+        raise TypeError(
+            f"kmeans_options must hold only backend, algorithm, max_iter and "
+            f"spherical; got {unknown}"
+        )
+    return {**settings, "n_jobs": n_jobs}
 
 
 def encode_images(
