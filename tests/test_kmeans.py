@@ -164,12 +164,21 @@ def test_missing_faiss_names_the_extra(blobs, monkeypatch):
     with pytest.raises(ImportError, match=r"pip install 'vlad\[faiss\]'"):
         vlad.fit_codebook(descriptors, 8, backend="faiss")
     # "auto" falls back to scikit-learn.
+    monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)
     assert vlad.fit_codebook(descriptors, 8).metadata["backend"] == "sklearn"
 
 
-def test_auto_backend_is_faiss_unless_an_algorithm_is_asked_for(blobs):
+def test_auto_backend_is_faiss_unless_an_algorithm_is_asked_for(blobs, monkeypatch):
     descriptors, _ = blobs
+    # Up to FULL_KMEANS_MAX_SAMPLES sampled descriptors: scikit-learn's Lloyd.
+    codebook = vlad.fit_codebook(descriptors, 8)
+    assert codebook.metadata["backend"] == "sklearn"
+    assert codebook.metadata["algorithm"] == "lloyd"
+    monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)
     assert vlad.fit_codebook(descriptors, 8).metadata["backend"] == "faiss"
+    assert vlad.fit_codebook(descriptors, 8, sample=900).metadata["backend"] == (
+        "sklearn"
+    )
     for algorithm in ("lloyd", "minibatch"):
         codebook = vlad.fit_codebook(descriptors, 8, algorithm=algorithm)
         assert codebook.metadata["backend"] == "sklearn"

@@ -22,8 +22,9 @@ def kmeans_options(command: Callable) -> Callable:
             type=click.Choice(["auto", *sorted(KMEANS_BACKENDS)]),
             default="auto",
             show_default=True,
-            help="K-means implementation: auto is faiss when it is installed "
-            "(and --algorithm is auto), scikit-learn otherwise.",
+            help="K-means implementation: auto is faiss when it is installed, "
+            "--algorithm is auto and over 50,000 descriptors are sampled; "
+            "scikit-learn otherwise.",
         ),
         click.option(
             "--algorithm",
