@@ -41,8 +41,9 @@ def test_same_seed_same_codebook(blobs, algorithm):
 def test_auto_uses_minibatch_for_large_samples(monkeypatch, blobs):
     descriptors, _ = blobs
     monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 100)
-    assert vlad.fit_codebook(descriptors, 4).metadata["algorithm"] == "minibatch"
-    assert vlad.fit_codebook(descriptors[:100], 4).metadata["algorithm"] == "lloyd"
+    fit = vlad.fit_codebook
+    assert fit(descriptors, 4, backend="sklearn").metadata["algorithm"] == "minibatch"
+    assert fit(descriptors[:100], 4, backend="sklearn").metadata["algorithm"] == "lloyd"
 
 
 def test_accepts_descriptor_sets_and_keeps_their_metadata(blobs):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from vlad.cli.kmeans_options import kmeans_options
 from vlad.cli.options import (
     descriptor_options,
     input_argument,
@@ -84,6 +85,7 @@ logger = logging.getLogger("vlad.cli")
     "the mean of INPUT's descriptors nearest to it (those without any stay). "
     "Descriptors are made as CODEBOOK's were, except for the options given.",
 )
+@kmeans_options
 @descriptor_options(from_codebook=False)
 @jobs_option
 @overwrite_option
@@ -97,6 +99,7 @@ def fit(
     seed: int,
     n_vocabularies: int,
     adapt_from: Path | None,
+    kmeans_options: dict,
     descriptor_options: dict,
     n_jobs: int | None,
     overwrite: bool,
@@ -120,7 +123,13 @@ def fit(
     check_outputs([output], overwrite)
     if adapt_from is not None or n_vocabularies > 1:
         _adapt_or_fit_vocabularies(
-            inputs, adapt_from, output, descriptor_options, n_jobs, verbosity
+            inputs,
+            adapt_from,
+            output,
+            descriptor_options,
+            kmeans_options,
+            n_jobs,
+            verbosity,
         )
         return
     with library_errors(), progress_bar(verbosity, "Describing") as progress:
@@ -131,6 +140,7 @@ def fit(
             per_image=per_image,
             seed=seed,
             descriptor_options=descriptor_options,
+            kmeans_options=kmeans_options,
             n_jobs=n_jobs,
             progress=progress,
         )
@@ -153,6 +163,7 @@ def _adapt_or_fit_vocabularies(
     adapt_from: Path | None,
     output: Path,
     descriptor_options: dict,
+    kmeans_options: dict,
     n_jobs: int | None,
     verbosity: int,
 ) -> None:
@@ -196,6 +207,7 @@ def _adapt_or_fit_vocabularies(
                 per_image=params["per_image"],
                 seed=params["seed"],
                 descriptor_options=descriptor_options,
+                kmeans_options=kmeans_options,
                 n_jobs=n_jobs,
                 progress=progress,
             )

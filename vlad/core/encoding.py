@@ -15,7 +15,7 @@ from vlad.backends.fused import (
 from vlad.core.aggregators import FUSED_ENCODE, call_aggregator, resolve_aggregator
 from vlad.core.aggregators.segments import segment_counts, weighted_masses
 from vlad.core.assignment import CHUNK_BYTES, assign_valid
-from vlad.core.codebook import Codebook, as_centers
+from vlad.core.codebook import Codebook, as_centers, on_codebook_metric
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.finite import (
     cast_in_range,
@@ -113,7 +113,8 @@ def encode(
     """
     options = EncodingOptions.resolve(options, **settings)
     n_threads = resolve_n_jobs(n_jobs)
-    sets = as_descriptor_sets(descriptor_sets)
+    # A cosine codebook compares unit descriptors (zero rows are left out).
+    sets = on_codebook_metric(as_descriptor_sets(descriptor_sets), codebook)
     if isinstance(codebook, Codebook) and codebook.n_vocabularies > 1:
         parts = [
             encode(sets, vocabulary, options, n_jobs=n_jobs)

@@ -267,6 +267,7 @@ def fit_codebook_to_images(
     per_image: int | None = None,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
+    kmeans_options: Mapping | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
@@ -280,16 +281,15 @@ def fit_codebook_to_images(
     ----------
     inputs : path-like or sequence of path-like
         As in :func:`read_descriptor_sets`.
-    n_clusters, seed
-        As in :func:`vlad.fit_codebook`; ``seed`` also seeds the sample.
+    n_clusters, seed, kmeans_options
+        As in :func:`vlad.fit_codebook` (a dict of keywords); ``seed`` also samples.
     sample : int or None, default=100_000
-        Descriptors in the uniform sample k-means is fitted on; None fits on
-        all (held in memory at once).
+        Descriptors k-means is fitted on, a uniform sample; None: all, in memory.
     per_image : int or None, default=None
         Offer at most this many descriptors of each image (drawn at random)
         to the sample; None offers all.
     descriptor_options, n_jobs, progress
-        As in :func:`extract_images`; only for images.
+        As in :func:`extract_images`, for images; ``n_jobs`` also for k-means.
 
     Returns
     -------
@@ -302,11 +302,12 @@ def fit_codebook_to_images(
     --------
     vlad.fit_codebook : The same on descriptors in memory.
     """
+    kmeans = {**(kmeans_options or {}), "seed": seed, "n_jobs": n_jobs}
     if sample is None:
         sets, report = read_descriptor_sets(
             inputs, descriptor_options, n_jobs=n_jobs, progress=progress
         )
-        return fit_codebook(sets, n_clusters, sample=None, seed=seed), report
+        return fit_codebook(sets, n_clusters, sample=None, **kmeans), report
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(inputs, descriptor_options)
         blocks: Iterable[np.ndarray] = (sets[i] for i in range(len(sets)))
@@ -328,8 +329,7 @@ def fit_codebook_to_images(
     training = DescriptorSets.from_list(
         [reservoir.sample], n_features=n_features, metadata=metadata
     )
-    codebook = fit_codebook(training, n_clusters, sample=sample, seed=seed)
-    return codebook, report
+    return fit_codebook(training, n_clusters, sample=sample, **kmeans), report
 
 
 def encode_images(

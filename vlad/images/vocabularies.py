@@ -122,6 +122,7 @@ def fit_vocabularies_to_images(
     per_image: int | None = None,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
+    kmeans_options: Mapping | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
@@ -134,7 +135,8 @@ def fit_vocabularies_to_images(
 
     Parameters
     ----------
-    inputs, n_clusters, sample, per_image, descriptor_options, n_jobs, progress
+    inputs, n_clusters, sample, per_image, descriptor_options, kmeans_options, \
+n_jobs, progress
         As in :func:`vlad.fit_codebook_to_images`. Memory holds
         ``n_vocabularies`` samples of ``sample`` descriptors.
     n_vocabularies : int, default=2
@@ -165,7 +167,12 @@ def fit_vocabularies_to_images(
             inputs, descriptor_options, n_jobs=n_jobs, progress=progress
         )
         codebook = fit_vocabularies(
-            sets, n_clusters, n_vocabularies, seed=seed, sample=None
+            sets,
+            n_clusters,
+            n_vocabularies,
+            seed=seed,
+            sample=None,
+            **(kmeans_options or {}),
         )
         return codebook, report
     sample = check_positive_int(sample, "sample")
@@ -194,6 +201,7 @@ def fit_vocabularies_to_images(
             n_clusters,
             sample=sample,
             seed=vocabulary_seed,
+            **(kmeans_options or {}),
         )
         for reservoir, vocabulary_seed in zip(reservoirs, seeds, strict=True)
     ]
