@@ -42,7 +42,6 @@ from vlad.images.batch import (
 )
 from vlad.images.files import ImageFile
 from vlad.images.pool import Progress
-from vlad.images.sift import N_FEATURES
 
 __all__ = ["SHARD_IMAGES", "encode_images_to_folder"]
 
@@ -148,7 +147,7 @@ def encode_images_to_folder(
         return open_shards(folder)
     sift_options = descriptor_options_for(codebook, descriptor_options)
     check_same_kind(sift_options, codebook)
-    check_n_features(N_FEATURES, codebook.n_features)
+    check_n_features(sift_options.n_features, codebook.n_features)
     images, walk_report = walk_batch(inputs, line_breaks=True)
     n_dimensions = codebook.n_clusters * codebook.n_features
     record = {
@@ -245,7 +244,7 @@ def _encode_shard(
         part = list(itertools.islice(results, size))
         blocks = [descriptors for _, descriptors in keep_readable(part, report)]
         if blocks:
-            sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
+            sets = DescriptorSets.from_list(blocks, n_features=codebook.n_features)
             vectors[first : first + len(blocks)] = encode(
                 sets, codebook, options, n_jobs=n_jobs
             )
