@@ -36,7 +36,8 @@ logger = logging.getLogger("vlad.cli")
     type=click.IntRange(min=1),
     default=64,
     show_default=True,
-    help="Number of centres K (visual words); vectors have K * 128 dimensions.",
+    help="Number of centres K (visual words); vectors have K * F dimensions "
+    "(F = 128 for SIFT).",
 )
 @output_option(".npz", "Codebook file to write (.npz).")
 @click.option(
@@ -72,6 +73,7 @@ def fit(
     per_image: int | None,
     seed: int,
     descriptor_options: dict,
+    extractor: str | None,
     n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
@@ -98,6 +100,7 @@ def fit(
             per_image=per_image,
             seed=seed,
             descriptor_options=descriptor_options,
+            extractor=extractor,
             n_jobs=n_jobs,
             progress=progress,
         )

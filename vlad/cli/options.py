@@ -102,7 +102,7 @@ def verbosity_options(command: Callable) -> Callable:
 
 def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
     """The descriptor options, passed on as one ``descriptor_options`` dict holding
-    only those given on the command line.
+    only those given on the command line, and ``--extractor`` as ``extractor``.
 
     With ``from_codebook``, the help says that options not given are the
     codebook's; otherwise, that they are the library's defaults.
@@ -119,6 +119,15 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
         return str(value)
 
     options = [
+        click.option(
+            "--extractor",
+            metavar="MODULE:FUNCTION",
+            default=None,
+            help="Describe images with this Python callable instead of OpenCV: "
+            "imported by name, it takes an RGB uint8 array (H, W, 3) and returns "
+            "a float array (L, F)"
+            + (" (the codebook's, when fitted with one)." if from_codebook else "."),
+        ),
         click.option(
             "--features",
             type=click.Choice(sorted(DETECTORS)),
@@ -178,6 +187,7 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
         @functools.wraps(command)
         def wrapper(
             *args,
+            extractor,
             features,
             root_sift,
             dense,
@@ -197,7 +207,9 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
                 "max_pixels": max_pixels,
             }
             chosen = {name: value for name, value in given.items() if value is not None}
-            return command(*args, descriptor_options=chosen, **kwargs)
+            return command(
+                *args, descriptor_options=chosen, extractor=extractor, **kwargs
+            )
 
         for option in reversed(options):
             wrapper = option(wrapper)

@@ -25,13 +25,13 @@ from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.sampling import DescriptorReservoir
-from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
 from vlad.images.extractors import (
     Extractor,
     check_same_kind,
     checked_widths,
     descriptor_options_for,
+    extractor_for_codebook,
     resolve_extractor,
 )
 from vlad.images.files import ImageFile, ImageReadError, walk_images
@@ -451,15 +451,7 @@ def encode_images(
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, options
         )
-    if extractor is None:
-        sift_options = descriptor_options_for(codebook, descriptor_options)
-    else:
-        sift_options = resolve_extractor(descriptor_options, extractor)
-    logger.debug("descriptors: %s", sift_options.record())
-    check_same_kind(sift_options, codebook)
-    check_n_features(
-        sift_options.n_features or codebook.n_features, codebook.n_features
-    )
+    sift_options = extractor_for_codebook(codebook, descriptor_options, extractor)
     images, report = walk_batch(inputs)
     # SIFT descriptors are float32, and so are their vectors.
     vectors = np.zeros(

@@ -65,9 +65,7 @@ def load_extractor(spec: str) -> Callable:
     """
     module_name, _, attribute = str(spec).partition(":")
     if not module_name or not attribute:
-        raise ValueError(
-            f"extractor must be 'package.module:function'; got {spec!r}"
-        )
+        raise ValueError(f"extractor must be 'package.module:function'; got {spec!r}")
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # any error of the user's module, as one line
@@ -185,9 +183,7 @@ class CallableExtractor:
         except Exception:  # reported below as not an array
             array = None
         if array is None or array.dtype.kind != "f":
-            what = (
-                f"dtype {array.dtype}" if array is not None else type(descriptors)
-            )
+            what = f"dtype {array.dtype}" if array is not None else type(descriptors)
             raise TypeError(
                 f"the extractor {self.name} returned {what} for {name}; expected "
                 "a floating-point array of shape (L, F)"
@@ -199,7 +195,6 @@ class CallableExtractor:
             )
         if not np.isfinite(array).all():
             raise ValueError(
-                f"the extractor {self.name} returned NaN or infinite values for "
-                f"{name}"
+                f"the extractor {self.name} returned NaN or infinite values for {name}"
             )
         return np.ascontiguousarray(array, dtype=np.float32)

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from vlad.core.codebook import Codebook
+from vlad.core.validation import check_n_features
 from vlad.images.callables import EXTRACTOR_PREFIX, CallableExtractor, load_extractor
 from vlad.images.files import ImageReadError
 from vlad.images.sift import SiftOptions
@@ -23,6 +24,7 @@ __all__ = [
     "check_same_kind",
     "checked_widths",
     "descriptor_options_for",
+    "extractor_for_codebook",
     "resolve_extractor",
 ]
 
@@ -157,3 +159,22 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
             f"(root_sift={recorded.root_sift}, dense={recorded.dense}) or fit a new "
             "codebook"
         )
+
+
+def extractor_for_codebook(
+    codebook: Codebook,
+    descriptor_options: Mapping | None,
+    extractor: Callable | str | None,
+) -> Extractor:
+    """What makes descriptors for ``codebook``: the callable ``extractor`` if
+    given, else OpenCV's features as the codebook records them (see
+    :func:`descriptor_options_for`); ``ValueError`` if they are not of the
+    codebook's kind or width."""
+    if extractor is None:
+        chosen = descriptor_options_for(codebook, descriptor_options)
+    else:
+        chosen = resolve_extractor(descriptor_options, extractor)
+    logger.debug("descriptors: %s", chosen.record())
+    check_same_kind(chosen, codebook)
+    check_n_features(chosen.n_features or codebook.n_features, codebook.n_features)
+    return chosen
