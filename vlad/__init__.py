@@ -9,7 +9,7 @@ descriptors (:func:`extract_sift`, :class:`SiftOptions`) and whole folders
 (:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`).
 Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
-:class:`VLADEncoder`, :class:`SIFTExtractor`. Accelerators
+:class:`VLADEncoder`, :class:`SIFTExtractor`, :class:`FeatureExtractor`. Accelerators
 (:mod:`vlad.backends`): :class:`JaxEncoder` (JAX), :class:`TorchEncoder`
 (PyTorch) and the trainable layer :class:`vlad.backends.torch_layer.NetVLAD`.
 """
@@ -46,6 +46,7 @@ __all__ = [
     "DescriptorSets",
     "EncodedImages",
     "EncodingOptions",
+    "FeatureExtractor",
     "ImageReadError",
     "JaxEncoder",
     "SIFTExtractor",
@@ -75,6 +76,7 @@ __all__ = [
 # Public names whose modules import scikit-learn's estimator machinery (about
 # 0.6 s), loaded on first use so that ``import vlad`` and the CLI stay fast.
 _LAZY_MODULES = {
+    "FeatureExtractor": "vlad.estimators.feature_extractor",
     "SIFTExtractor": "vlad.estimators.sift_extractor",
     "VLADEncoder": "vlad.estimators.encoder",
 }
