@@ -100,12 +100,15 @@ def verbosity_options(command: Callable) -> Callable:
     )(wrapper)
 
 
-def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
+def descriptor_options(
+    from_codebook: bool, *, extractor: bool = True
+) -> Callable[[Callable], Callable]:
     """The descriptor options, passed on as one ``descriptor_options`` dict holding
     only those given on the command line, and ``--extractor`` as ``extractor``.
 
     With ``from_codebook``, the help says that options not given are the
-    codebook's; otherwise, that they are the library's defaults.
+    codebook's; otherwise, that they are the library's defaults. Without
+    ``extractor``, there is no ``--extractor`` (commands that need keypoints).
     """
 
     def shown_default(name: str) -> str:
@@ -118,7 +121,7 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
             return f"--{flag}" if value else f"--no-{flag}"
         return str(value)
 
-    options = [
+    extractor_options = [
         click.option(
             "--extractor",
             metavar="MODULE:FUNCTION",
@@ -127,7 +130,9 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
             "imported by name, it takes an RGB uint8 array (H, W, 3) and returns "
             "a float array (L, F)"
             + (" (the codebook's, when fitted with one)." if from_codebook else "."),
-        ),
+        )
+    ]
+    options = [
         click.option(
             "--features",
             type=click.Choice(sorted(DETECTORS)),
@@ -187,7 +192,6 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
         @functools.wraps(command)
         def wrapper(
             *args,
-            extractor,
             features,
             root_sift,
             dense,
@@ -207,11 +211,9 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
                 "max_pixels": max_pixels,
             }
             chosen = {name: value for name, value in given.items() if value is not None}
-            return command(
-                *args, descriptor_options=chosen, extractor=extractor, **kwargs
-            )
+            return command(*args, descriptor_options=chosen, **kwargs)
 
-        for option in reversed(options):
+        for option in reversed((extractor_options if extractor else []) + options):
             wrapper = option(wrapper)
         return wrapper
 

@@ -3,8 +3,8 @@
 The batch functions take ``descriptor_options`` (OpenCV SIFT, AKAZE or ORB,
 :class:`vlad.SiftOptions`) or an ``extractor`` (any callable,
 :class:`vlad.images.callables.CallableExtractor`); this module turns either
-into one object and checks that every image's descriptors have the same
-width.
+into one object, checks that every image's descriptors have the same width,
+and that descriptors are of the kind a codebook was fitted on.
 """
 
 from __future__ import annotations
