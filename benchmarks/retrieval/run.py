@@ -3,7 +3,8 @@
 ::
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 64]
-        [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--json PATH]
+        [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--min-keypoints 20]
+        [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
