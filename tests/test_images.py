@@ -11,6 +11,7 @@ from vlad.images.files import (
     IMAGE_EXTENSIONS,
     ImageReadError,
     as_grey_image,
+    as_rgb_image,
     find_images,
     read_image,
 )
@@ -217,3 +218,24 @@ def test_exif_orientation_is_applied(tmp_path):
     turned = read_image(path)
     assert turned.shape == (40, 20)
     assert turned[:10].mean() > 200 and turned[-10:].mean() < 50
+
+
+@pytest.mark.parametrize("name", ["chelsea.jpg", "camera.png"])
+def test_read_image_in_colour_is_opencvs_rgb(name):
+    expected = cv2.cvtColor(cv2.imread(str(DATA / name)), cv2.COLOR_BGR2RGB)
+    np.testing.assert_array_equal(read_image(DATA / name, colour=True), expected)
+
+
+def test_transparent_pixels_in_colour_are_composited_on_white(tmp_path):
+    rgba = np.zeros((2, 2, 4), np.uint8)
+    rgba[0, 0] = (255, 0, 0, 255)  # opaque red
+    rgba[0, 1] = (0, 0, 255, 0)  # transparent blue
+    rgba[1, :] = (0, 255, 0, 128)  # half-transparent green
+    cv2.imwrite(str(tmp_path / "a.png"), cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGRA))
+    green, white = (255 * 128 + 255 * 127 + 127) // 255, (255 * 127 + 127) // 255
+    expected = [
+        [[255, 0, 0], [255, 255, 255]],
+        [[white, green, white], [white, green, white]],
+    ]
+    assert read_image(tmp_path / "a.png", colour=True).tolist() == expected
+    assert as_rgb_image(rgba).tolist() == expected

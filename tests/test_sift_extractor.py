@@ -67,6 +67,8 @@ def test_params_clone_and_pickle(extractor, path_sets):
         "max_keypoints": 10,
         "dense": True,
         "max_pixels": 10**6,
+        "min_keypoints": 5,
+        "features": "sift",
         "on_error": "skip",
         "n_jobs": 2,
     }

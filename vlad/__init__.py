@@ -12,7 +12,7 @@ descriptors (:func:`extract_sift`, :class:`SiftOptions`) and whole folders
 :func:`adapt_codebook_to_images`, :func:`fit_vocabularies_to_images`).
 Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
-:class:`VLADEncoder`, :class:`SIFTExtractor`. Accelerators
+:class:`VLADEncoder`, :class:`SIFTExtractor`, :class:`FeatureExtractor`. Accelerators
 (:mod:`vlad.backends`): :class:`JaxEncoder` (JAX), :class:`TorchEncoder`
 (PyTorch) and the trainable layer :class:`vlad.backends.torch_layer.NetVLAD`.
 """
@@ -61,6 +61,7 @@ __all__ = [
     "DescriptorSets",
     "EncodedImages",
     "EncodingOptions",
+    "FeatureExtractor",
     "ImageReadError",
     "JaxEncoder",
     "SIFTExtractor",
@@ -98,6 +99,7 @@ __all__ = [
 # Public names whose modules import scikit-learn's estimator machinery (about
 # 0.6 s), loaded on first use so that ``import vlad`` and the CLI stay fast.
 _LAZY_MODULES = {
+    "FeatureExtractor": "vlad.estimators.feature_extractor",
     "SIFTExtractor": "vlad.estimators.sift_extractor",
     "VLADEncoder": "vlad.estimators.encoder",
 }

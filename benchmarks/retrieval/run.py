@@ -3,7 +3,8 @@
 ::
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 64]
-        [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--json PATH]
+        [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--min-keypoints 20]
+        [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
@@ -55,7 +56,12 @@ class Prepared:
 
 
 def prepare(
-    dataset: Path, work: Path, clusters: int, power: float, n_jobs: int | None
+    dataset: Path,
+    work: Path,
+    clusters: int,
+    power: float,
+    n_jobs: int | None,
+    descriptor_options: dict | None = None,
 ) -> Prepared:
     """Extract (or reuse) descriptors, fit the codebook, encode both sides."""
     work.mkdir(parents=True, exist_ok=True)
@@ -67,7 +73,9 @@ def prepare(
         if cache.exists():
             sets[part] = vlad.DescriptorSets.load(cache)
         else:
-            sets[part], _ = vlad.extract_images(dataset / part, n_jobs=n_jobs)
+            sets[part], _ = vlad.extract_images(
+                dataset / part, descriptor_options, n_jobs=n_jobs
+            )
             sets[part].save(cache)
         seconds[f"descriptors of {part}"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -253,18 +261,32 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"results verified spatially; repeat for several (default: 20 and {K})",
     )
+    parser.add_argument(
+        "--min-keypoints",
+        type=int,
+        default=vlad.SiftOptions().min_keypoints,
+        help="vlad.SiftOptions.min_keypoints (0: detect once)",
+    )
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
     work = arguments.work or arguments.dataset / "work"
     prepared = prepare(
-        arguments.dataset, work, arguments.clusters, arguments.power, arguments.jobs
+        arguments.dataset,
+        work,
+        arguments.clusters,
+        arguments.power,
+        arguments.jobs,
+        {"min_keypoints": arguments.min_keypoints},
     )
     depths = arguments.depth = arguments.depth or [20, K]
     rows = run_variants(prepared, arguments.pca, depths, arguments.jobs)
     print(
         f"{len(prepared.database)} database images, {len(prepared.queries)} queries, "
-        f"K={arguments.clusters}, power={arguments.power}"
+        f"K={arguments.clusters}, power={arguments.power}, "
+        f"min_keypoints={arguments.min_keypoints}; images without descriptors: "
+        f"{int((prepared.database.lengths == 0).sum())} database, "
+        f"{int((prepared.queries.lengths == 0).sum())} queries"
     )
     print(format_rows(rows))
     print()

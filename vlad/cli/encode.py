@@ -125,6 +125,7 @@ def encode(
     shard_images: int,
     resume: bool,
     descriptor_options: dict,
+    extractor: str | None,
     n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
@@ -173,6 +174,7 @@ def encode(
             shard_images=shard_images,
             resume=resume,
             descriptor_options=descriptor_options,
+            extractor=extractor,
             n_jobs=n_jobs,
             overwrite=overwrite,
             verbosity=verbosity,
@@ -189,6 +191,7 @@ def encode(
             codebook,
             options,
             descriptor_options=descriptor_options,
+            extractor=extractor,
             n_jobs=n_jobs,
             progress=progress,
         )

@@ -30,7 +30,7 @@ __all__ = ["extract"]
 logger = logging.getLogger("vlad.cli")
 
 
-@click.command(short_help="Extract SIFT descriptors of images into an .npz.")
+@click.command(short_help="Extract local descriptors of images into an .npz.")
 @input_argument
 @output_option(".npz", "Descriptor sets file to write (.npz).")
 @descriptor_options(from_codebook=False)
@@ -41,15 +41,20 @@ def extract(
     inputs: tuple[Path, ...],
     output: Path,
     descriptor_options: dict,
+    extractor: str | None,
     n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
 ) -> None:
-    """Extract the SIFT descriptors of images into a descriptor sets file.
+    """Extract the local descriptors of images into a descriptor sets file.
+
+    Descriptors are OpenCV's RootSIFT by default; --features chooses SIFT,
+    AKAZE or ORB, --extractor any Python callable (ViT patch tokens, say).
 
     INPUT... are image folders, walked recursively in sorted order (.jpg,
     .jpeg, .png, .bmp, .tif, .tiff and .webp files, in any case), and image
-    files. Unreadable files are skipped with a warning. The file records each
+    files. Unreadable files are skipped with a warning, and so are images the
+    --extractor callable raises on. The file records each
     image's name (relative to INPUT) and the descriptor options, and can be
     given to "vlad fit" and "vlad encode" in place of the images.
 
@@ -60,14 +65,19 @@ def extract(
     check_outputs([output], overwrite)
     with library_errors(), progress_bar(verbosity, "Extracting") as progress:
         sets, report = extract_images(
-            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+            inputs,
+            descriptor_options,
+            extractor=extractor,
+            n_jobs=n_jobs,
+            progress=progress,
         )
         sets.save(output, overwrite=overwrite)
+    options = SiftOptions.from_record(sets.metadata)
     logger.info(
         "wrote %s of %s (%s) to %s",
         count(sets.descriptors.shape[0], "descriptor"),
         count(len(sets), "image"),
-        SiftOptions.from_record(sets.metadata).kind,
+        options.kind if options else sets.metadata["extractor"],
         output,
     )
     report_skipped(report)

@@ -41,7 +41,8 @@ logger = logging.getLogger("vlad.cli")
     type=click.IntRange(min=1),
     default=64,
     show_default=True,
-    help="Number of centres K (visual words); vectors have K * 128 dimensions.",
+    help="Number of centres K (visual words); vectors have K * F dimensions "
+    "(F = 128 for SIFT).",
 )
 @output_option(".npz", "Codebook file to write (.npz).")
 @click.option(
@@ -101,6 +102,7 @@ def fit(
     adapt_from: Path | None,
     kmeans_options: dict,
     descriptor_options: dict,
+    extractor: str | None,
     n_jobs: int | None,
     overwrite: bool,
     verbosity: int,
@@ -127,6 +129,7 @@ def fit(
             adapt_from,
             output,
             descriptor_options,
+            extractor,
             kmeans_options,
             n_jobs,
             verbosity,
@@ -141,6 +144,7 @@ def fit(
             seed=seed,
             descriptor_options=descriptor_options,
             kmeans_options=kmeans_options,
+            extractor=extractor,
             n_jobs=n_jobs,
             progress=progress,
         )
@@ -163,6 +167,7 @@ def _adapt_or_fit_vocabularies(
     adapt_from: Path | None,
     output: Path,
     descriptor_options: dict,
+    extractor: str | None,
     kmeans_options: dict,
     n_jobs: int | None,
     verbosity: int,
@@ -195,6 +200,7 @@ def _adapt_or_fit_vocabularies(
                 inputs,
                 adapt_from,
                 descriptor_options=descriptor_options,
+                extractor=extractor,
                 n_jobs=n_jobs,
                 progress=progress,
             )
@@ -207,6 +213,7 @@ def _adapt_or_fit_vocabularies(
                 per_image=params["per_image"],
                 seed=params["seed"],
                 descriptor_options=descriptor_options,
+                extractor=extractor,
                 kmeans_options=kmeans_options,
                 n_jobs=n_jobs,
                 progress=progress,

@@ -11,6 +11,7 @@ import click
 from vlad.cli.reporting import log_to_stderr
 from vlad.core.nearest import ASSIGNMENTS
 from vlad.core.parallel import resolve_n_jobs
+from vlad.images.detectors import DETECTORS
 from vlad.images.sift import SiftOptions
 
 __all__ = [
@@ -149,12 +150,15 @@ def verbosity_options(command: Callable) -> Callable:
     )(wrapper)
 
 
-def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
-    """The SIFT options, passed on as one ``descriptor_options`` dict holding
-    only those given on the command line.
+def descriptor_options(
+    from_codebook: bool, *, extractor: bool = True
+) -> Callable[[Callable], Callable]:
+    """The descriptor options, passed on as one ``descriptor_options`` dict holding
+    only those given on the command line, and ``--extractor`` as ``extractor``.
 
     With ``from_codebook``, the help says that options not given are the
-    codebook's; otherwise, that they are the library's defaults.
+    codebook's; otherwise, that they are the library's defaults. Without
+    ``extractor``, there is no ``--extractor`` (commands that need keypoints).
     """
 
     def shown_default(name: str) -> str:
@@ -167,11 +171,30 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
             return f"--{flag}" if value else f"--no-{flag}"
         return str(value)
 
+    extractor_options = [
+        click.option(
+            "--extractor",
+            metavar="MODULE:FUNCTION",
+            default=None,
+            help="Describe images with this Python callable instead of OpenCV: "
+            "imported by name, it takes an RGB uint8 array (H, W, 3) and returns "
+            "a float array (L, F)"
+            + (" (the codebook's, when fitted with one)." if from_codebook else "."),
+        )
+    ]
     options = [
+        click.option(
+            "--features",
+            type=click.Choice(sorted(DETECTORS)),
+            default=None,
+            show_default=shown_default("features"),
+            help="Local features: SIFT (128 values), or the binary AKAZE (486 bits) "
+            "or ORB (256 bits), their bits unpacked to 0/1 values.",
+        ),
         click.option(
             "--root-sift/--no-root-sift",
             default=None,
-            show_default=shown_default("root_sift"),
+            show_default="the codebook's" if from_codebook else "--root-sift for SIFT",
             help="RootSIFT (L1-normalised, square-rooted SIFT) or plain SIFT.",
         ),
         click.option(
@@ -198,6 +221,14 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
             "0 keeps all.",
         ),
         click.option(
+            "--min-keypoints",
+            type=click.IntRange(min=0),
+            default=None,
+            show_default=shown_default("min_keypoints"),
+            help="Detect again at lower thresholds (halved up to four times) in "
+            "images with fewer keypoints; 0 detects once.",
+        ),
+        click.option(
             "--max-pixels",
             type=click.IntRange(min=0),
             default=None,
@@ -210,19 +241,29 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
     def decorator(command: Callable) -> Callable:
         @functools.wraps(command)
         def wrapper(
-            *args, root_sift, dense, max_side, max_keypoints, max_pixels, **kwargs
+            *args,
+            features,
+            root_sift,
+            dense,
+            max_side,
+            max_keypoints,
+            min_keypoints,
+            max_pixels,
+            **kwargs,
         ):
             given = {
+                "features": features,
                 "root_sift": root_sift,
                 "dense": dense,
                 "max_side": max_side,
                 "max_keypoints": max_keypoints,
+                "min_keypoints": min_keypoints,
                 "max_pixels": max_pixels,
             }
             chosen = {name: value for name, value in given.items() if value is not None}
             return command(*args, descriptor_options=chosen, **kwargs)
 
-        for option in reversed(options):
+        for option in reversed((extractor_options if extractor else []) + options):
             wrapper = option(wrapper)
         return wrapper
 

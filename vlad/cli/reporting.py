@@ -169,8 +169,9 @@ def report_skipped(report: BatchReport) -> None:
             "skipped %s that could not be read (listed above)", " and ".join(parts)
         )
     if report.empty:
-        logger.info(
-            "%s no keypoints (listed above)",
+        logger.warning(
+            "%s no descriptors, so a zero VLAD vector (listed above); "
+            "--min-keypoints or --dense may describe them",
             count(len(report.empty), "image")
             + (" has" if len(report.empty) == 1 else " have"),
         )

@@ -67,7 +67,7 @@ def _check_suffix(ctx, param, value: Path) -> Path:
     show_default=True,
     help="Height of the picture at most, in pixels.",
 )
-@descriptor_options(from_codebook=False)
+@descriptor_options(from_codebook=False, extractor=False)
 @overwrite_option
 @verbosity_options
 def show_matches(

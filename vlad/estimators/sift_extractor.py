@@ -15,9 +15,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
 from vlad.estimators.parameters import N_JOBS
+from vlad.images.detectors import DETECTORS
 from vlad.images.files import MAX_PIXELS
 from vlad.images.pool import describe_image, map_in_order
-from vlad.images.sift import N_FEATURES, SiftOptions
+from vlad.images.sift import MIN_KEYPOINTS, SiftOptions
 
 __all__ = ["SIFTExtractor"]
 
@@ -25,7 +26,8 @@ logger = logging.getLogger(__name__)
 
 
 class SIFTExtractor(TransformerMixin, BaseEstimator):
-    """SIFT descriptors (RootSIFT by default) of images given as paths or arrays.
+    """SIFT descriptors (RootSIFT by default), or AKAZE or ORB, of images given as
+    paths or arrays.
 
     A stateless transformer: ``fit`` learns nothing, and ``transform`` turns a
     list of images into one :class:`vlad.DescriptorSets`, ready for a VLAD
@@ -33,8 +35,9 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    root_sift : bool, default=True
-        Map each descriptor to RootSIFT (see :func:`vlad.images.sift.root_sift`).
+    root_sift : bool or None, default=None
+        Map each descriptor to RootSIFT (see :func:`vlad.images.sift.root_sift`);
+        None means True for SIFT, False for the binary features.
     max_side : int, default=1024
         Shrink images whose longest side exceeds this many pixels first; 0
         keeps full size.
@@ -45,6 +48,11 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         detected ones (for images without texture).
     max_pixels : int, default=2**27
         Refuse images of more pixels (see :class:`vlad.SiftOptions`).
+    min_keypoints : int, default=20
+        Detect again at lower thresholds in images with fewer keypoints (see
+        :class:`vlad.SiftOptions`); 0 detects once.
+    features : {"sift", "akaze", "orb"}, default="sift"
+        The detector and descriptor (see :class:`vlad.SiftOptions`).
     on_error : {"raise", "skip"}, default="raise"
         What an image that cannot be read or described does: ``"raise"``
         stops :meth:`transform` with its error; ``"skip"`` logs a warning and
@@ -59,6 +67,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     --------
     vlad.images.sift.extract_sift : The same for one image.
     vlad.extract_images : The same for folders, skipping unreadable files.
+    vlad.FeatureExtractor : The same with any callable (ViT patch tokens).
 
     Examples
     --------
@@ -70,23 +79,27 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "root_sift": ["boolean"],
+        "root_sift": ["boolean", None],
         "max_side": [Interval(Integral, 0, None, closed="left")],
         "max_keypoints": [Interval(Integral, 0, None, closed="left")],
         "dense": ["boolean"],
         "max_pixels": [Interval(Integral, 0, None, closed="left")],
+        "min_keypoints": [Interval(Integral, 0, None, closed="left")],
+        "features": [StrOptions(set(DETECTORS))],
         "on_error": [StrOptions({"raise", "skip"})],
         "n_jobs": N_JOBS,
     }
 
     def __init__(
         self,
-        root_sift: bool = True,
+        root_sift: bool | None = None,
         *,
         max_side: int = 1024,
         max_keypoints: int = 2000,
         dense: bool = False,
         max_pixels: int = MAX_PIXELS,
+        min_keypoints: int = MIN_KEYPOINTS,
+        features: str = "sift",
         on_error: str = "raise",
         n_jobs: int | None = None,
     ):
@@ -95,6 +108,8 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         self.max_keypoints = max_keypoints
         self.dense = dense
         self.max_pixels = max_pixels
+        self.min_keypoints = min_keypoints
+        self.features = features
         self.on_error = on_error
         self.n_jobs = n_jobs
 
@@ -145,6 +160,8 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             self.max_side,
             self.max_keypoints,
             self.max_pixels,
+            self.min_keypoints,
+            self.features,
         )
         if isinstance(X, (str, os.PathLike)):
             raise TypeError(
@@ -164,13 +181,13 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             if isinstance(block, Exception):
                 logger.warning("skipped %s: %s", name, block)
         blocks = [
-            np.zeros((0, N_FEATURES), np.float32)
+            np.zeros((0, options.n_features), np.float32)
             if isinstance(block, Exception)
             else block
             for block in blocks
         ]
         return DescriptorSets.from_list(
-            blocks, names, n_features=N_FEATURES, metadata=options.record()
+            blocks, names, n_features=options.n_features, metadata=options.record()
         )
 
     def __sklearn_tags__(self):

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -25,11 +25,17 @@ from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.sampling import DescriptorReservoir
-from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
+from vlad.images.extractors import (
+    Extractor,
+    check_same_kind,
+    checked_widths,
+    descriptor_options_for,
+    extractor_for_codebook,
+    resolve_extractor,
+)
 from vlad.images.files import ImageFile, ImageReadError, walk_images
 from vlad.images.pool import Progress, describe_image_with_keypoints, map_in_order
-from vlad.images.sift import N_FEATURES, SiftOptions
 
 __all__ = [
     "ENCODE_CHUNK_IMAGES",
@@ -148,10 +154,11 @@ def extract_images(
     inputs: PathOrPaths,
     descriptor_options: Mapping | None = None,
     *,
+    extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[DescriptorSets, BatchReport]:
-    """SIFT descriptors of every image in folders and files.
+    """Local descriptors (SIFT by default) of every image in folders and files.
 
     Parameters
     ----------
@@ -159,8 +166,16 @@ def extract_images(
         Folders (walked recursively, see :func:`vlad.images.files.find_images`) and
         image files.
     descriptor_options : mapping, optional
-        Keyword arguments of :class:`vlad.images.sift.SiftOptions` (``root_sift``,
-        ``dense``, ``max_side``, ``max_keypoints``); defaults for those left out.
+        Keyword arguments of :class:`vlad.images.sift.SiftOptions` (``features``,
+        ``root_sift``, ``dense``, ``max_side``, ``max_keypoints``,
+        ``min_keypoints``, ``max_pixels``); defaults for those left out.
+    extractor : callable or str, optional
+        Describe images with this instead of OpenCV: a callable from an RGB
+        ``uint8`` array of shape (height, width, 3) to a floating-point array
+        of shape (L, F), or its ``"package.module:function"`` name (see
+        :mod:`vlad.images.callables`). An image on which it raises is skipped
+        and reported; one for which it returns anything else stops the batch.
+        ``descriptor_options`` may then hold ``max_pixels`` only.
     n_jobs : int or None, default=None
         Worker threads; None or -1 uses every core (as :func:`vlad.assign`).
         The result does not depend on it.
@@ -171,8 +186,9 @@ def extract_images(
     -------
     sets : DescriptorSets
         One set per readable image, named as in ``report.names``; ``metadata``
-        records ``descriptor_options``; ``keypoints`` holds where each
-        descriptor was taken, in the pixel coordinates of the original image.
+        records ``descriptor_options`` (or the extractor's name); ``keypoints``
+        holds where each descriptor was taken, in the pixel coordinates of the
+        original image (OpenCV's features only).
     report : BatchReport
 
     Raises
@@ -192,18 +208,19 @@ def extract_images(
     >>> sets.keypoints_of(0).shape == (len(sets[0]), 4)
     True
     """
-    options = SiftOptions(**(descriptor_options or {}))
+    options = resolve_extractor(descriptor_options, extractor)
     images, report = walk_batch(inputs)
     features = keep_readable(
         extract_in_order(images, options, n_jobs, progress), report
     )
     _check_any_read(report, inputs)
+    keypoints = [block for block, _ in features]
     sets = DescriptorSets.from_list(
         [descriptors for _, descriptors in features],
         report.names,
-        n_features=N_FEATURES,
+        n_features=features[0][1].shape[1],
         metadata=options.record(),
-        keypoints=[keypoints for keypoints, _ in features],
+        keypoints=None if keypoints[0] is None else keypoints,
     )
     return sets, report
 
@@ -212,6 +229,7 @@ def read_descriptor_sets(
     inputs: PathOrPaths,
     descriptor_options: Mapping | None = None,
     *,
+    extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[DescriptorSets, BatchReport]:
@@ -224,7 +242,7 @@ def read_descriptor_sets(
         descriptors file: an ``.npz`` written by :meth:`DescriptorSets.save` or
         ``vlad extract``, or an ``.npy`` of shape (L, F) (one image) or
         (T, L, F) (T images).
-    descriptor_options, n_jobs, progress
+    descriptor_options, extractor, n_jobs, progress
         As in :func:`extract_images`; only for images.
 
     Returns
@@ -243,8 +261,14 @@ def read_descriptor_sets(
     descriptor_file = descriptor_file_in(inputs)
     if descriptor_file is None:
         return extract_images(
-            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+            inputs,
+            descriptor_options,
+            extractor=extractor,
+            n_jobs=n_jobs,
+            progress=progress,
         )
+    if extractor is not None:
+        descriptor_options = {"extractor": extractor, **(descriptor_options or {})}
     if descriptor_options:
         raise ValueError(
             f"descriptor options ({', '.join(sorted(descriptor_options))}) apply to "
@@ -268,6 +292,7 @@ def fit_codebook_to_images(
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
     kmeans_options: Mapping | None = None,
+    extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
@@ -288,7 +313,7 @@ def fit_codebook_to_images(
     per_image : int or None, default=None
         Offer at most this many descriptors of each image (drawn at random)
         to the sample; None offers all.
-    descriptor_options, n_jobs, progress
+    descriptor_options, extractor, n_jobs, progress
         As in :func:`extract_images`, for images; ``n_jobs`` also for k-means.
 
     Returns
@@ -305,15 +330,21 @@ def fit_codebook_to_images(
     kmeans = {**(kmeans_options or {}), "seed": seed, "n_jobs": n_jobs}
     if sample is None:
         sets, report = read_descriptor_sets(
-            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+            inputs,
+            descriptor_options,
+            extractor=extractor,
+            n_jobs=n_jobs,
+            progress=progress,
         )
         return fit_codebook(sets, n_clusters, sample=None, **kmeans), report
     if descriptor_file_in(inputs) is not None:
-        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        sets, report = read_descriptor_sets(
+            inputs, descriptor_options, extractor=extractor
+        )
         blocks: Iterable[np.ndarray] = (sets[i] for i in range(len(sets)))
-        n_features, metadata = sets.n_features, sets.metadata
+        metadata = sets.metadata
     else:
-        options = SiftOptions(**(descriptor_options or {}))
+        options = resolve_extractor(descriptor_options, extractor)
         images, report = walk_batch(inputs)
         results = extract_in_order(images, options, n_jobs, progress)
         blocks = (
@@ -321,13 +352,17 @@ def fit_codebook_to_images(
             for chunk in _chunks(results, ENCODE_CHUNK_IMAGES)
             for _, descriptors in keep_readable(chunk, report)
         )
-        n_features, metadata = N_FEATURES, options.record()
-    reservoir = DescriptorReservoir(sample, n_features, per_image=per_image, seed=seed)
+        metadata = options.record()
+    reservoir = None
     for descriptors in blocks:
+        if reservoir is None:  # a callable's width is known from its first result
+            reservoir = DescriptorReservoir(
+                sample, descriptors.shape[1], per_image=per_image, seed=seed
+            )
         reservoir.add(descriptors)
     _check_any_read(report, inputs)
     training = DescriptorSets.from_list(
-        [reservoir.sample], n_features=n_features, metadata=metadata
+        [reservoir.sample], n_features=reservoir.n_features, metadata=metadata
     )
     return fit_codebook(training, n_clusters, sample=sample, **kmeans), report
 
@@ -338,6 +373,7 @@ def encode_images(
     options: EncodingOptions | None = None,
     *,
     descriptor_options: Mapping | None = None,
+    extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
     **settings,
@@ -359,8 +395,12 @@ def encode_images(
         The aggregator and the normalisation, as in :func:`vlad.encode`.
     descriptor_options : mapping, optional
         Options of :class:`vlad.SiftOptions` that replace the codebook's.
-        ``max_side`` and ``max_keypoints`` may differ from the codebook's;
-        ``root_sift`` and ``dense`` may not.
+        ``max_side``, ``max_keypoints`` and ``min_keypoints`` may differ from
+        the codebook's; ``features``, ``root_sift`` and ``dense`` may not.
+    extractor : callable or str, optional
+        The callable the codebook's descriptors were made with (see
+        :func:`extract_images`); required for such a codebook, refused for
+        another's.
     n_jobs, progress
         As in :func:`extract_images`; ``n_jobs`` also bounds the threads of
         :func:`vlad.encode`.
@@ -370,7 +410,7 @@ def encode_images(
     Returns
     -------
     EncodedImages
-        ``vectors`` of shape (n_images, n_clusters * 128), in row order of
+        ``vectors`` of shape (n_images, n_clusters * n_features), in row order of
         ``names``; an image without descriptors has a zero row.
 
     Raises
@@ -403,32 +443,28 @@ def encode_images(
         codebook = Codebook.load(codebook)
     input_list = [str(path) for path in path_list(inputs)]
     if descriptor_file_in(inputs) is not None:
-        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        sets, report = read_descriptor_sets(
+            inputs, descriptor_options, extractor=extractor
+        )
         check_same_kind(sets.metadata, codebook)
         vectors = encode(sets, codebook, options, n_jobs=n_jobs)
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, options
         )
-    sift_options = descriptor_options_for(codebook, descriptor_options)
-    logger.debug(
-        "descriptors: %s, max_side=%d, max_keypoints=%d",
-        sift_options.kind,
-        sift_options.max_side,
-        sift_options.max_keypoints,
-    )
-    check_same_kind(sift_options, codebook)
-    check_n_features(N_FEATURES, codebook.n_features)
+    sift_options = extractor_for_codebook(codebook, descriptor_options, extractor)
     images, report = walk_batch(inputs)
     # SIFT descriptors are float32, and so are their vectors.
     vectors = np.zeros(
         (len(images), codebook.n_clusters * codebook.n_features), dtype=np.float32
     )
-    results = extract_in_order(images, sift_options, n_jobs, progress)
+    results = extract_in_order(
+        images, sift_options, n_jobs, progress, n_features=codebook.n_features
+    )
     for chunk in _chunks(results, ENCODE_CHUNK_IMAGES):
         start = len(report.names)
         blocks = [descriptors for _, descriptors in keep_readable(chunk, report)]
         if blocks:
-            sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
+            sets = DescriptorSets.from_list(blocks, n_features=codebook.n_features)
             vectors[start : start + len(blocks)] = encode(
                 sets, codebook, options, n_jobs=n_jobs
             )
@@ -448,70 +484,6 @@ def path_list(inputs: PathOrPaths) -> list:
     if isinstance(inputs, (str, os.PathLike)):
         return [inputs]
     return list(inputs)
-
-
-def descriptor_options_for(
-    codebook: Codebook, descriptor_options: Mapping | None
-) -> SiftOptions:
-    """The codebook's recorded descriptor options (defaults if it has none,
-    with a warning), with ``descriptor_options`` replacing some."""
-    record = _descriptor_record(codebook)
-    recorded = _sift_options_of(record, "the codebook")
-    if recorded is None and not record:
-        logger.warning(
-            "the codebook does not record how its descriptors were made (fitted "
-            "on an .npy?): images are described with the default options, %s",
-            SiftOptions().kind,
-        )
-    return dataclasses.replace(recorded or SiftOptions(), **(descriptor_options or {}))
-
-
-def _descriptor_record(codebook: Codebook) -> Mapping:
-    """The codebook's record of its descriptors ({} when it has none)."""
-    record = codebook.metadata.get("descriptor") or {}
-    if not isinstance(record, Mapping):
-        raise ValueError(
-            f"the codebook's descriptor record is a {type(record).__name__}, not "
-            "a mapping"
-        )
-    return record
-
-
-def _sift_options_of(record, whose: str) -> SiftOptions | None:
-    """The SIFT options of a descriptor record; None for an empty record or
-    another extractor's."""
-    try:
-        return SiftOptions.from_record(record)
-    except ValueError as error:
-        raise ValueError(f"{whose} holds {error}") from None
-
-
-def check_same_kind(descriptors: SiftOptions | Mapping | None, codebook: Codebook):
-    """Raise ``ValueError`` if descriptors (their options or their record)
-    differ in kind from the codebook's, when both are known: another
-    extractor, or SIFT made another way."""
-    codebook_record = _descriptor_record(codebook)
-    if isinstance(descriptors, SiftOptions):
-        descriptors = descriptors.record()
-    descriptors = descriptors or {}
-    extractors = codebook_record.get("extractor"), descriptors.get("extractor")
-    if None not in extractors and extractors[0] != extractors[1]:
-        raise ValueError(
-            f"the codebook was fitted on {extractors[0]!r} descriptors but these "
-            f"are {extractors[1]!r} descriptors; fit a codebook on descriptors of "
-            "this kind"
-        )
-    options = _sift_options_of(descriptors, "the descriptors")
-    recorded = _sift_options_of(codebook_record, "the codebook")
-    if options is None or recorded is None:
-        return
-    if (options.root_sift, options.dense) != (recorded.root_sift, recorded.dense):
-        raise ValueError(
-            f"the codebook was fitted on {recorded.kind} but these descriptors are "
-            f"{options.kind}; make them as the codebook's were "
-            f"(root_sift={recorded.root_sift}, dense={recorded.dense}) or fit a new "
-            "codebook"
-        )
 
 
 def walk_batch(
@@ -556,7 +528,7 @@ def keep_readable(
         if len(descriptors) == 0:
             logger.warning(
                 "no keypoints in %s: it has no descriptors and a zero VLAD vector "
-                "(dense keypoints describe images without texture)",
+                "(a higher min_keypoints or dense keypoints may describe it)",
                 image.name,
             )
             report.empty.append(image.name)
@@ -567,7 +539,7 @@ def keep_readable(
 
 
 def _describe_file(
-    image: ImageFile, *, options: SiftOptions
+    image: ImageFile, *, options: Extractor
 ) -> tuple[ImageFile, Features | ImageReadError]:
     """An image and its keypoints and descriptors, or the error that kept it
     from being read."""
@@ -579,13 +551,19 @@ def _describe_file(
 
 def extract_in_order(
     images: Sequence[ImageFile],
-    options: SiftOptions,
+    options: Extractor,
     n_jobs: int | None,
     progress: Progress | None,
+    *,
+    n_features: int | None = None,
 ) -> Iterator[tuple[ImageFile, Features | ImageReadError]]:
-    """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads."""
+    """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads;
+    ``ValueError`` at the first image whose descriptors are not ``n_features``
+    wide (the codebook's), or as wide as the first image's when None."""
     describe = functools.partial(_describe_file, options=options)
-    return map_in_order(describe, images, n_jobs, progress)
+    results = map_in_order(describe, images, n_jobs, progress)
+    whose = "the codebook's" if n_features else ""
+    return checked_widths(results, n_features, options.kind, whose)
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -28,6 +28,7 @@ __all__ = [
     "ImageFile",
     "ImageReadError",
     "as_grey_image",
+    "as_rgb_image",
     "find_images",
     "is_image_path",
     "read_image",
@@ -273,8 +274,10 @@ def _is_folder(entry: os.DirEntry) -> bool:
         return False
 
 
-def read_image(path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
-    """Decode an image file into a grey-level ``uint8`` array.
+def read_image(
+    path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS, colour: bool = False
+) -> np.ndarray:
+    """Decode an image file into a grey-level (or RGB) ``uint8`` array.
 
     The bytes are read in Python, checked (format, size, completeness) and
     decoded from memory with OpenCV, so any path the file system accepts
@@ -290,10 +293,13 @@ def read_image(path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS) -> np.n
     max_pixels : int, default=MAX_PIXELS
         Refuse an image whose header declares more pixels (width x height),
         before decoding it; 0 for no limit.
+    colour : bool, default=False
+        Return RGB (grey images repeated on three channels) instead of grey.
 
     Returns
     -------
-    image : ndarray of uint8 of shape (height, width)
+    image : ndarray of uint8 of shape (height, width), or (height, width, 3)
+        with ``colour``
 
     Raises
     ------
@@ -321,7 +327,7 @@ def read_image(path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS) -> np.n
             f"{header.width} x {header.height} pixels is more than max_pixels="
             f"{max_pixels} (raise the limit to read it)",
         )
-    return _decode(path, encoded, header)
+    return _decode(path, encoded, header, colour)
 
 
 def _read_file(path: str | os.PathLike, max_pixels: int) -> bytes:
@@ -355,12 +361,17 @@ def _read_file(path: str | os.PathLike, max_pixels: int) -> bytes:
     return encoded
 
 
-def _decode(path: str | os.PathLike, encoded: bytes, header: ImageHeader) -> np.ndarray:
-    """Decode checked bytes to grey, refusing data the decoder says is corrupt."""
+def _decode(
+    path: str | os.PathLike, encoded: bytes, header: ImageHeader, colour: bool
+) -> np.ndarray:
+    """Decode checked bytes to grey (or RGB), refusing data the decoder says is
+    corrupt."""
     import cv2
 
     buffer = np.frombuffer(encoded, np.uint8)
-    flags = cv2.IMREAD_UNCHANGED if header.alpha else cv2.IMREAD_GRAYSCALE
+    flags = cv2.IMREAD_COLOR if colour else cv2.IMREAD_GRAYSCALE
+    if header.alpha:
+        flags = cv2.IMREAD_UNCHANGED
     try:
         image, messages = decode_with_messages(lambda: cv2.imdecode(buffer, flags))
     except cv2.error as error:
@@ -374,6 +385,8 @@ def _decode(path: str | os.PathLike, encoded: bytes, header: ImageHeader) -> np.
         logger.warning("%s: %s", path, message)
     if image is None or image.size == 0:
         raise ImageReadError(path, "not an image that OpenCV can decode")
+    if colour:
+        return _rgb(image, bgr=True)
     return _grey(image, cv2.COLOR_BGR2GRAY, cv2.COLOR_BGRA2GRAY)
 
 
@@ -391,6 +404,23 @@ def _grey(array: np.ndarray, from_colour: int, from_colour_alpha: int) -> np.nda
     # grey * alpha + white * (1 - alpha), in 8-bit steps, rounded; at most
     # 255 * 255, so uint16 holds it.
     composited = grey.astype(np.uint16) * alpha + BACKGROUND * (255 - alpha) + 127
+    return (composited // 255).astype(np.uint8)
+
+
+def _rgb(array: np.ndarray, bgr: bool) -> np.ndarray:
+    """A grey, colour or colour + alpha image of any depth (channels in OpenCV's
+    order if ``bgr``) as RGB ``uint8``, transparent pixels composited on white."""
+    if array.ndim == 2:
+        return np.repeat(_as_uint8(array)[:, :, None], 3, axis=2)
+    rgba = _as_uint8(array)
+    if bgr:
+        rgba = rgba[:, :, [2, 1, 0, 3][: rgba.shape[2]]]
+    if rgba.shape[2] == 3:
+        return np.ascontiguousarray(rgba)
+    alpha = rgba[:, :, 3:].astype(np.uint16)
+    # As in _grey, channel by channel.
+    composited = rgba[:, :, :3].astype(np.uint16) * alpha
+    composited += BACKGROUND * (255 - alpha) + 127
     return (composited // 255).astype(np.uint8)
 
 
@@ -436,6 +466,40 @@ def as_grey_image(image) -> np.ndarray:
     """
     import cv2
 
+    return _grey(_checked_uint8(image), cv2.COLOR_RGB2GRAY, cv2.COLOR_RGBA2GRAY)
+
+
+def as_rgb_image(image) -> np.ndarray:
+    """Return an image array as an RGB ``uint8`` array.
+
+    Parameters
+    ----------
+    image : array-like of shape (height, width) or (height, width, channels)
+        As :func:`as_grey_image` takes; grey images are repeated on three
+        channels, transparent pixels composited on white.
+
+    Returns
+    -------
+    image : ndarray of uint8 of shape (height, width, 3)
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`as_grey_image`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import vlad.images.files
+    >>> vlad.images.files.as_rgb_image(np.array([[0.0, 1.0]])).tolist()
+    [[[0, 0, 0], [255, 255, 255]]]
+    """
+    return _rgb(_checked_uint8(image), bgr=False)
+
+
+def _checked_uint8(image) -> np.ndarray:
+    """An image array of :func:`as_grey_image`'s shapes and dtypes as ``uint8``,
+    channels unchanged."""
     if isinstance(image, (str, bytes, os.PathLike)):
         raise TypeError(
             f"image must be an image array; got the path {image!r:.80}: read it "
@@ -468,4 +532,4 @@ def as_grey_image(image) -> np.ndarray:
             "image must be uint8, uint16, bool or floating point in [0, 1]; "
             f"got dtype {array.dtype}"
         )
-    return _grey(array, cv2.COLOR_RGB2GRAY, cv2.COLOR_RGBA2GRAY)
+    return array

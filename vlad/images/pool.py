@@ -17,6 +17,7 @@ from typing import TypeVar
 import numpy as np
 
 from vlad.core.parallel import one_opencv_thread, resolve_n_jobs
+from vlad.images.callables import CallableExtractor
 from vlad.images.files import as_grey_image, read_image
 from vlad.images.sift import (
     SiftOptions,
@@ -37,14 +38,16 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def describe_image(image, options: SiftOptions) -> np.ndarray:
-    """SIFT descriptors of an image file (path-like) or image array.
+def describe_image(image, options: SiftOptions | CallableExtractor) -> np.ndarray:
+    """Descriptors of an image file (path-like) or image array.
 
     Raises
     ------
     vlad.ImageReadError
-        A file that cannot be read.
+        A file that cannot be read (or a callable that raised on it).
     """
+    if isinstance(options, CallableExtractor):
+        return options.describe(image)
     if isinstance(image, (str, os.PathLike)):
         image = read_image(image, max_pixels=options.max_pixels)
         return extract_with_options(image, options)
@@ -52,22 +55,25 @@ def describe_image(image, options: SiftOptions) -> np.ndarray:
 
 
 def describe_image_with_keypoints(
-    image, options: SiftOptions
-) -> tuple[np.ndarray, np.ndarray]:
-    """SIFT keypoint positions and descriptors of an image file (path-like) or
+    image, options: SiftOptions | CallableExtractor
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """Keypoint positions and descriptors of an image file (path-like) or
     image array, as :func:`vlad.images.sift.extract_keypoints_with_options`.
 
     Returns
     -------
-    keypoints : ndarray of float32 of shape (n_keypoints, 4)
-        x, y, size, angle, in the image's own pixel coordinates.
-    descriptors : ndarray of float32 of shape (n_keypoints, 128)
+    keypoints : ndarray of float32 of shape (n_keypoints, 4), or None
+        x, y, size, angle, in the image's own pixel coordinates; None for a
+        callable extractor's descriptors.
+    descriptors : ndarray of float32 of shape (n_keypoints, n_features)
 
     Raises
     ------
     vlad.ImageReadError
-        A file that cannot be read.
+        A file that cannot be read (or a callable that raised on it).
     """
+    if isinstance(options, CallableExtractor):
+        return None, options.describe(image)
     if isinstance(image, (str, os.PathLike)):
         image = read_image(image, max_pixels=options.max_pixels)
         return extract_keypoints_with_options(image, options)

@@ -15,7 +15,7 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -26,23 +26,20 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
-from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.shards import ShardedVectors, ShardWriter, open_shards
 from vlad.images.batch import (
     ENCODE_CHUNK_IMAGES,
     BatchReport,
-    check_same_kind,
-    descriptor_options_for,
     encode_images,
     extract_in_order,
     keep_readable,
     path_list,
     walk_batch,
 )
+from vlad.images.extractors import extractor_for_codebook
 from vlad.images.files import ImageFile
 from vlad.images.pool import Progress
-from vlad.images.sift import N_FEATURES
 
 __all__ = ["SHARD_IMAGES", "encode_images_to_folder"]
 
@@ -61,6 +58,7 @@ def encode_images_to_folder(
     options: EncodingOptions | None = None,
     *,
     descriptor_options: Mapping | None = None,
+    extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
     shard_images: int = SHARD_IMAGES,
@@ -72,8 +70,8 @@ def encode_images_to_folder(
 
     Parameters
     ----------
-    inputs, codebook, options, descriptor_options, n_jobs, progress, **settings
-        As in :func:`vlad.encode_images`.
+    inputs, codebook, options, descriptor_options, extractor, n_jobs, progress
+        As in :func:`vlad.encode_images`; and ``**settings``.
     folder : path-like
         The folder of shards to write (its parent must exist).
     shard_images : int, default=SHARD_IMAGES
@@ -131,7 +129,11 @@ def encode_images_to_folder(
     if descriptor_file_in(inputs) is not None:
         # Descriptors files are read whole anyway: encoded whole, then sharded.
         result = encode_images(
-            inputs, codebook, options, descriptor_options=descriptor_options
+            inputs,
+            codebook,
+            options,
+            descriptor_options=descriptor_options,
+            extractor=extractor,
         )
         run = _run_record(result.record(), shard_images)
         writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
@@ -146,9 +148,7 @@ def encode_images_to_folder(
             entries.append({"n_rows": len(names), "key": key})
         writer.commit({**result.record(), "layout": "shards", "shards": entries})
         return open_shards(folder)
-    sift_options = descriptor_options_for(codebook, descriptor_options)
-    check_same_kind(sift_options, codebook)
-    check_n_features(N_FEATURES, codebook.n_features)
+    sift_options = extractor_for_codebook(codebook, descriptor_options, extractor)
     images, walk_report = walk_batch(inputs, line_breaks=True)
     n_dimensions = codebook.n_clusters * codebook.n_features
     record = {
@@ -187,6 +187,7 @@ def encode_images_to_folder(
         None
         if progress is None
         else lambda done, total: progress(done + n_kept, len(images)),
+        n_features=codebook.n_features,
     )
     for index in todo:
         vectors, report = _encode_shard(
@@ -245,7 +246,7 @@ def _encode_shard(
         part = list(itertools.islice(results, size))
         blocks = [descriptors for _, descriptors in keep_readable(part, report)]
         if blocks:
-            sets = DescriptorSets.from_list(blocks, n_features=N_FEATURES)
+            sets = DescriptorSets.from_list(blocks, n_features=codebook.n_features)
             vectors[first : first + len(blocks)] = encode(
                 sets, codebook, options, n_jobs=n_jobs
             )

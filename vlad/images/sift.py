@@ -1,4 +1,5 @@
-"""Local descriptors of one image: OpenCV SIFT, RootSIFT by default."""
+"""Local descriptors of one image: OpenCV SIFT, RootSIFT by default, or AKAZE
+and ORB (see :mod:`vlad.images.detectors`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import math
 
 import numpy as np
 
+from vlad.images.detectors import DETECTORS, detector, unpack_bits
 from vlad.images.files import MAX_PIXELS, as_grey_image
 
 __all__ = [
     "DENSE_MIN_STEP",
     "DENSE_SIZES",
     "EXTRACTOR",
+    "EXTRACTORS",
+    "MIN_KEYPOINTS",
     "N_FEATURES",
     "SiftOptions",
     "extract_keypoints_with_options",
@@ -23,6 +27,10 @@ __all__ = [
 
 #: Name of this extractor in descriptor records (``DescriptorSets.metadata``).
 EXTRACTOR = "opencv-sift"
+#: Name in descriptor records of each kind of features (``SiftOptions.features``).
+EXTRACTORS = {name: f"opencv-{name}" for name in DETECTORS}
+#: Default of ``SiftOptions.min_keypoints``.
+MIN_KEYPOINTS = 20
 #: SIFT descriptor dimension.
 N_FEATURES = 128
 #: Keypoint diameters, in pixels, of the dense grid's scales.
@@ -39,12 +47,14 @@ class SiftOptions:
 
     Parameters
     ----------
-    root_sift : bool, default=True
-        Map each descriptor to RootSIFT (see :func:`root_sift`).
+    root_sift : bool or None, default=None
+        Map each descriptor to RootSIFT (see :func:`root_sift`). None means
+        True for SIFT and False for the binary features, to which it does not
+        apply.
     dense : bool, default=False
         Describe keypoints on a regular grid at the scales of
         :data:`DENSE_SIZES` instead of detected ones; images without texture
-        still get descriptors.
+        still get descriptors. SIFT only.
     max_side : int, default=1024
         Shrink images whose longest side exceeds this many pixels before
         extraction; 0 keeps every image at full size.
@@ -57,22 +67,43 @@ class SiftOptions:
         reported), image arrays with a ``ValueError``; 0 for no limit. It
         bounds the memory one image takes (decoding, and SIFT when
         ``max_side`` is 0).
+    min_keypoints : int, default=MIN_KEYPOINTS
+        When the detector finds fewer keypoints than this, detect again at a
+        lower threshold, halving it up to four times (SIFT's contrast
+        threshold from 0.04 to 0.0025; see
+        :data:`vlad.images.detectors.DETECTORS`) until it finds this many, so
+        that low-contrast images get descriptors. The descriptors stay of the
+        same kind, for the same codebook. 0 detects once, at OpenCV's default;
+        at most ``max_keypoints`` are asked for.
+    features : {"sift", "akaze", "orb"}, default="sift"
+        The detector and descriptor: SIFT (128 values), or AKAZE (486 bits)
+        or ORB (256 bits), whose bits are unpacked to 0.0 / 1.0 values (see
+        :func:`vlad.images.detectors.unpack_bits`).
     """
 
-    root_sift: bool = True
+    root_sift: bool | None = None
     dense: bool = False
     max_side: int = 1024
     max_keypoints: int = 2000
     max_pixels: int = MAX_PIXELS
+    min_keypoints: int = MIN_KEYPOINTS
+    features: str = "sift"
 
     def __post_init__(self):
+        # An unknown name, or features this OpenCV lacks, fail here, before
+        # any image is read (SIFT is in every OpenCV: no import needed).
+        kind = detector(self.features)
+        if kind.name != "sift":
+            kind.create(kind.thresholds[0], 0)
+        if self.root_sift is None:
+            object.__setattr__(self, "root_sift", self.features == "sift")
         for name in ("root_sift", "dense"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False; got {value!r}")
             # Plain Python types keep the record JSON-serialisable.
             object.__setattr__(self, name, bool(value))
-        for name in ("max_side", "max_keypoints", "max_pixels"):
+        for name in ("max_side", "max_keypoints", "max_pixels", "min_keypoints"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
@@ -81,11 +112,24 @@ class SiftOptions:
                     f"{name} must be an integer >= 0 (0 means no limit); got {value!r}"
                 )
             object.__setattr__(self, name, int(value))
+        if self.features != "sift" and (self.root_sift or self.dense):
+            option = "root_sift" if self.root_sift else "dense"
+            raise ValueError(
+                f"{option}=True applies to SIFT only; got features={self.features!r}"
+            )
+
+    @property
+    def n_features(self) -> int:
+        """Values per descriptor: 128 (SIFT), 486 (AKAZE) or 256 (ORB)."""
+        return detector(self.features).n_features
 
     @property
     def kind(self) -> str:
         """What the descriptors are, in words: ``"RootSIFT at detected keypoints"``."""
-        descriptor = "RootSIFT" if self.root_sift else "SIFT"
+        if self.features != "sift":
+            descriptor = f"{self.features.upper()} ({self.n_features} bits)"
+        else:
+            descriptor = "RootSIFT" if self.root_sift else "SIFT"
         keypoints = "on a dense grid" if self.dense else "at detected keypoints"
         return f"{descriptor} {keypoints}"
 
@@ -94,28 +138,32 @@ class SiftOptions:
         import cv2
 
         return {
-            "extractor": EXTRACTOR,
+            "extractor": EXTRACTORS[self.features],
             **dataclasses.asdict(self),
             "opencv_version": cv2.__version__,
         }
 
     @classmethod
     def from_record(cls, record: dict | None) -> SiftOptions | None:
-        """The options a :meth:`record` describes; None if it describes no SIFT.
+        """The options a :meth:`record` describes; None if it describes none of
+        OpenCV's features (another extractor's, or an empty record).
 
         Options a record lacks (one written before they existed) take their
-        defaults.
+        defaults, except ``features``, which its ``extractor`` names.
 
         Raises
         ------
         ValueError
             A record of this extractor whose options are not valid.
         """
-        if not isinstance(record, dict) or record.get("extractor") != EXTRACTOR:
+        kinds = {extractor: name for name, extractor in EXTRACTORS.items()}
+        if not isinstance(record, dict) or record.get("extractor") not in kinds:
             return None
         fields = {field.name for field in dataclasses.fields(cls)}
+        options = {key: value for key, value in record.items() if key in fields}
+        options["features"] = kinds[record["extractor"]]
         try:
-            return cls(**{key: value for key, value in record.items() if key in fields})
+            return cls(**options)
         except (TypeError, ValueError) as error:
             raise ValueError(f"a descriptor record with bad options: {error}") from None
 
@@ -123,13 +171,15 @@ class SiftOptions:
 def extract_sift(
     image,
     *,
-    root_sift: bool = True,
+    root_sift: bool | None = None,
     dense: bool = False,
     max_side: int = 1024,
     max_keypoints: int = 2000,
     max_pixels: int = MAX_PIXELS,
+    min_keypoints: int = MIN_KEYPOINTS,
+    features: str = "sift",
 ) -> np.ndarray:
-    """SIFT descriptors of one image (RootSIFT by default).
+    """SIFT descriptors of one image (RootSIFT by default), or AKAZE or ORB.
 
     Parameters
     ----------
@@ -137,13 +187,15 @@ def extract_sift(
         Grey, RGB or RGBA; see :func:`vlad.images.files.as_grey_image`. A
         path is refused with a ``TypeError``: read it with
         :func:`vlad.read_image` first.
-    root_sift, dense, max_side, max_keypoints, max_pixels
+    root_sift, dense, max_side, max_keypoints, max_pixels, min_keypoints, features
         See :class:`SiftOptions`.
 
     Returns
     -------
-    descriptors : ndarray of float32 of shape (n_keypoints, 128)
-        ``n_keypoints`` may be 0 (an image without texture has no keypoints).
+    descriptors : ndarray of float32 of shape (n_keypoints, n_features)
+        ``n_features`` is 128 for SIFT, 486 for AKAZE and 256 for ORB (bits,
+        0.0 or 1.0). ``n_keypoints`` may be 0 (an image without texture has
+        no keypoints).
 
     See Also
     --------
@@ -165,7 +217,9 @@ def extract_sift(
     >>> descriptors.shape, descriptors.dtype
     ((100, 128), dtype('float32'))
     """
-    options = SiftOptions(root_sift, dense, max_side, max_keypoints, max_pixels)
+    options = SiftOptions(
+        root_sift, dense, max_side, max_keypoints, max_pixels, min_keypoints, features
+    )
     return extract_with_options(as_grey_image(image), options)
 
 
@@ -178,7 +232,7 @@ def extract_with_options(image: np.ndarray, options: SiftOptions) -> np.ndarray:
 def extract_keypoints_with_options(
     image: np.ndarray, options: SiftOptions
 ) -> tuple[np.ndarray, np.ndarray]:
-    """SIFT keypoint positions and descriptors of a grey ``uint8`` image.
+    """Keypoint positions and descriptors of a grey ``uint8`` image.
 
     The descriptors are those of :func:`extract_with_options`; the keypoints
     say where each was taken, in the coordinates of ``image`` even when
@@ -196,7 +250,7 @@ def extract_keypoints_with_options(
         x, y (pixels, pixel centres at integers), size (diameter in pixels)
         and angle (degrees, as OpenCV's; 0 on the dense grid) of each
         keypoint.
-    descriptors : ndarray of float32 of shape (n_keypoints, 128)
+    descriptors : ndarray of float32 of shape (n_keypoints, options.n_features)
         Row ``i`` describes keypoint ``i``.
 
     See Also
@@ -228,13 +282,12 @@ def extract_keypoints_with_options(
         keypoints = _dense_grid(shrunk.shape, options.max_keypoints)
         if not keypoints:
             # OpenCV fails on an empty list (images a few pixels across).
-            return _no_keypoints()
+            return _no_keypoints(options.n_features)
         keypoints, descriptors = cv2.SIFT_create().compute(shrunk, keypoints)
     else:
-        sift = cv2.SIFT_create(nfeatures=options.max_keypoints)
-        keypoints, descriptors = sift.detectAndCompute(shrunk, None)
+        keypoints, descriptors = _detect(shrunk, options)
     if descriptors is None or len(keypoints) == 0:
-        return _no_keypoints()
+        return _no_keypoints(options.n_features)
     positions = np.array(
         [(*keypoint.pt, keypoint.size, keypoint.angle) for keypoint in keypoints],
         dtype=np.float32,
@@ -245,11 +298,30 @@ def extract_keypoints_with_options(
         strongest = np.argsort(-responses, kind="stable")[: options.max_keypoints]
         kept = np.sort(strongest)
         descriptors, positions = descriptors[kept], positions[kept]
+    kind = detector(options.features)
+    if kind.binary:
+        descriptors = unpack_bits(descriptors, kind.n_features)
     descriptors = np.ascontiguousarray(descriptors, dtype=np.float32)
     if options.root_sift:
         _root_sift_in_place(descriptors)
     _scale_back_in_place(positions, image.shape, shrunk.shape)
     return np.ascontiguousarray(positions), descriptors
+
+
+def _detect(image: np.ndarray, options: SiftOptions) -> tuple:
+    """OpenCV's keypoints and descriptors of ``image``, detected at lower and
+    lower thresholds until there are ``options.min_keypoints`` (or the
+    thresholds run out: the last try is kept)."""
+    kind = detector(options.features)
+    enough = options.min_keypoints
+    if options.max_keypoints:
+        enough = min(enough, options.max_keypoints)
+    for threshold in kind.thresholds:
+        features = kind.create(threshold, options.max_keypoints)
+        keypoints, descriptors = features.detectAndCompute(image, None)
+        if len(keypoints) >= enough:
+            break
+    return keypoints, descriptors
 
 
 def root_sift(descriptors) -> np.ndarray:
@@ -310,11 +382,11 @@ def _shrink_to(image: np.ndarray, max_side: int) -> np.ndarray:
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
 
 
-def _no_keypoints() -> tuple[np.ndarray, np.ndarray]:
+def _no_keypoints(n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """Empty keypoints and descriptors."""
     return (
         np.zeros((0, 4), dtype=np.float32),
-        np.zeros((0, N_FEATURES), dtype=np.float32),
+        np.zeros((0, n_features), dtype=np.float32),
     )
 
 

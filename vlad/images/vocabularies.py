@@ -8,7 +8,7 @@ uniform sample per vocabulary (fitting), never every image's descriptors.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -16,22 +16,25 @@ from vlad.core.adaptation import CodebookAdapter
 from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.sampling import DescriptorReservoir
-from vlad.core.validation import check_n_features, check_positive_int
+from vlad.core.validation import check_positive_int
 from vlad.core.vocabularies import fit_vocabularies, stack_vocabularies
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.images.batch import (
     BatchReport,
     PathOrPaths,
     check_same_kind,
-    descriptor_options_for,
     extract_in_order,
     keep_readable,
     path_list,
     read_descriptor_sets,
     walk_batch,
 )
+from vlad.images.extractors import (
+    Extractor,
+    extractor_for_codebook,
+    resolve_extractor,
+)
 from vlad.images.pool import Progress
-from vlad.images.sift import N_FEATURES, SiftOptions
 
 __all__ = ["adapt_codebook_to_images", "fit_vocabularies_to_images"]
 
@@ -41,6 +44,7 @@ def adapt_codebook_to_images(
     codebook: Codebook | str | os.PathLike,
     *,
     descriptor_options: Mapping | None = None,
+    extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
@@ -59,6 +63,9 @@ def adapt_codebook_to_images(
         Options of :class:`vlad.SiftOptions` that replace the codebook's
         (images are described as the codebook's descriptors were); only for
         images.
+    extractor : callable or str, optional
+        As in :func:`vlad.extract_images`, for a codebook fitted on such
+        descriptors.
     n_jobs, progress
         As in :func:`vlad.extract_images`; ``n_jobs`` also bounds the threads
         of assignment.
@@ -98,16 +105,18 @@ def adapt_codebook_to_images(
         codebook = Codebook.load(codebook)
     adapter = CodebookAdapter(codebook, n_jobs=n_jobs)
     if descriptor_file_in(inputs) is not None:
-        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        sets, report = read_descriptor_sets(
+            inputs, descriptor_options, extractor=extractor
+        )
         check_same_kind(sets.metadata, codebook)
         adapter.add(sets.descriptors)
         record = sets.metadata or codebook.metadata.get("descriptor") or {}
     else:
-        sift_options = descriptor_options_for(codebook, descriptor_options)
-        check_same_kind(sift_options, codebook)
-        check_n_features(N_FEATURES, codebook.n_features)
-        report = _stream(inputs, sift_options, n_jobs, progress, adapter.add)
-        record = sift_options.record()
+        options = extractor_for_codebook(codebook, descriptor_options, extractor)
+        report = _stream(
+            inputs, options, n_jobs, progress, adapter.add, codebook.n_features
+        )
+        record = options.record()
     adapted = adapter.adapted()
     adapted.metadata["descriptor"] = record
     return adapted, report
@@ -122,6 +131,7 @@ def fit_vocabularies_to_images(
     per_image: int | None = None,
     seed: int | None = 0,
     descriptor_options: Mapping | None = None,
+    extractor: Callable | str | None = None,
     kmeans_options: Mapping | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
@@ -135,8 +145,8 @@ def fit_vocabularies_to_images(
 
     Parameters
     ----------
-    inputs, n_clusters, sample, per_image, descriptor_options, kmeans_options, \
-n_jobs, progress
+    inputs, n_clusters, sample, per_image, descriptor_options, extractor, \
+kmeans_options, n_jobs, progress
         As in :func:`vlad.fit_codebook_to_images`. Memory holds
         ``n_vocabularies`` samples of ``sample`` descriptors.
     n_vocabularies : int, default=2
@@ -164,7 +174,11 @@ n_jobs, progress
     seeds = [None if seed is None else seed + index for index in range(n_vocabularies)]
     if sample is None:
         sets, report = read_descriptor_sets(
-            inputs, descriptor_options, n_jobs=n_jobs, progress=progress
+            inputs,
+            descriptor_options,
+            extractor=extractor,
+            n_jobs=n_jobs,
+            progress=progress,
         )
         codebook = fit_vocabularies(
             sets,
@@ -177,22 +191,29 @@ n_jobs, progress
         return codebook, report
     sample = check_positive_int(sample, "sample")
     if descriptor_file_in(inputs) is not None:
-        sets, report = read_descriptor_sets(inputs, descriptor_options)
+        sets, report = read_descriptor_sets(
+            inputs, descriptor_options, extractor=extractor
+        )
         n_features, metadata = sets.n_features, sets.metadata
         reservoirs = _reservoirs(sample, n_features, per_image, seeds)
         for index in range(len(sets)):
             for reservoir in reservoirs:
                 reservoir.add(sets[index])
     else:
-        options = SiftOptions(**(descriptor_options or {}))
-        n_features, metadata = N_FEATURES, options.record()
-        reservoirs = _reservoirs(sample, n_features, per_image, seeds)
+        options = resolve_extractor(descriptor_options, extractor)
+        metadata = options.record()
+        reservoirs = []
 
         def add(descriptors: np.ndarray) -> None:
+            if not reservoirs:  # a callable's width is known from its first result
+                reservoirs.extend(
+                    _reservoirs(sample, descriptors.shape[1], per_image, seeds)
+                )
             for reservoir in reservoirs:
                 reservoir.add(descriptors)
 
         report = _stream(inputs, options, n_jobs, progress, add)
+        n_features = reservoirs[0].n_features
     codebooks = [
         fit_codebook(
             DescriptorSets.from_list(
@@ -220,13 +241,15 @@ def _reservoirs(
     ]
 
 
-def _stream(inputs, options: SiftOptions, n_jobs, progress, consume) -> BatchReport:
+def _stream(
+    inputs, options: Extractor, n_jobs, progress, consume, n_features=None
+) -> BatchReport:
     """Describe the images of ``inputs`` in order, passing each readable one's
-    descriptors to ``consume``; the report of the batch."""
+    descriptors to ``consume``; the report of the batch (``ValueError`` at an
+    image whose descriptors are not ``n_features`` wide)."""
     images, report = walk_batch(inputs)
-    for descriptors in _readable(
-        extract_in_order(images, options, n_jobs, progress), report
-    ):
+    results = extract_in_order(images, options, n_jobs, progress, n_features=n_features)
+    for descriptors in _readable(results, report):
         consume(descriptors)
     if not report.names:
         shown = ", ".join(str(path) for path in path_list(inputs))
