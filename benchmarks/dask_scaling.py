@@ -1,0 +1,168 @@
+"""How ``vlad encode`` into a folder scales on a Dask cluster, and what a task costs.
+
+On copies of the bundled photos at 320x240, the same run into a folder of
+shards is timed in this process (``n_jobs=1`` and ``2``) and on a
+``LocalCluster`` of one and of two worker processes (one thread each), whose
+workers have run a task first (so their imports are not counted); then the
+scheduler's cost per task: ``N`` tasks that do nothing, timed, divided by
+``N``. Prints Markdown tables; every run's folder is checked to hold the same
+bytes as the local one.
+
+Usage, from the root of a source checkout (needs ``pip install 'vlad[dask]'``)::
+
+    python -m benchmarks.dask_scaling [--images 256] [--shard-images 8]
+        [--clusters 8] [--repeats 3] [--tasks 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+import vlad
+from vlad.images.dask_encoding import require_distributed
+from vlad.images.sharded import encode_images_to_folder
+
+__all__ = ["main", "make_photos", "task_overhead"]
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def make_photos(folder: Path, n_images: int) -> Path:
+    """``n_images`` 320x240 crops of the bundled photos (each a different
+    window, so no two are the same) in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = sorted(path for path in DATA.iterdir() if path.suffix in (".jpg", ".png"))
+    rng = np.random.default_rng(0)
+    for index in range(n_images):
+        image = cv2.imread(str(sources[index % len(sources)]))
+        height, width = image.shape[:2]
+        scale = rng.uniform(0.6, 1.0)
+        crop_h, crop_w = int(height * scale), int(width * scale)
+        top = rng.integers(0, height - crop_h + 1)
+        left = rng.integers(0, width - crop_w + 1)
+        crop = image[top : top + crop_h, left : left + crop_w]
+        cv2.imwrite(str(folder / f"{index:05d}.jpg"), cv2.resize(crop, (320, 240)))
+    return folder
+
+
+def best_of(repeats: int, run: Callable[[], object]) -> float:
+    """The shortest of ``repeats`` timings of ``run()``, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file of a folder and its bytes."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def task_overhead(client, n_tasks: int) -> float:
+    """Seconds per task of ``n_tasks`` tasks that do nothing, submitted at once
+    and gathered."""
+    distributed = require_distributed()
+    start = time.perf_counter()
+    futures = client.map(int, range(n_tasks), pure=False)
+    distributed.wait(futures)
+    elapsed = time.perf_counter() - start
+    client.cancel(futures)
+    return elapsed / n_tasks
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=256)
+    parser.add_argument("--shard-images", type=int, default=8)
+    parser.add_argument("--clusters", type=int, default=16, help="K")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=1000)
+    args = parser.parse_args(argv)
+    distributed = require_distributed()
+    work = Path(tempfile.mkdtemp(prefix="vlad-dask-"))
+    try:
+        photos = make_photos(work / "photos", args.images)
+        codebook, _ = vlad.fit_codebook_to_images(
+            sorted(photos.iterdir())[:16], args.clusters, n_jobs=2
+        )
+        codebook.save(work / "codebook.npz")
+        folder = work / "vectors"
+
+        def encode(**settings):
+            encode_images_to_folder(
+                photos,
+                work / "codebook.npz",
+                folder,
+                shard_images=args.shard_images,
+                overwrite=True,
+                **settings,
+            )
+
+        rows = []
+        for n_jobs in (1, 2):
+            seconds = best_of(args.repeats, lambda n_jobs=n_jobs: encode(n_jobs=n_jobs))
+            rows.append((f"this process, n_jobs={n_jobs}", None, seconds))
+        expected = folder_bytes(folder)
+        overheads = []
+        for n_workers in (1, 2):
+            start = time.perf_counter()
+            with (
+                distributed.LocalCluster(
+                    n_workers=n_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                ) as cluster,
+                distributed.Client(cluster) as client,
+            ):
+                started = time.perf_counter() - start
+                client.run(_import_vlad)
+                encode(client=client)  # the workers' first task imports OpenCV
+                seconds = best_of(
+                    args.repeats, lambda client=client: encode(client=client)
+                )
+                if folder_bytes(folder) != expected:
+                    raise AssertionError("the cluster wrote other bytes")
+                rows.append((f"LocalCluster, {n_workers} worker(s)", started, seconds))
+                overheads.append((n_workers, task_overhead(client, args.tasks)))
+        n_tasks = -(-args.images // args.shard_images)
+        print(
+            f"{args.images} images of 320x240, K={args.clusters}, shards of "
+            f"{args.shard_images} images ({n_tasks} tasks), best of {args.repeats}\n"
+        )
+        print("| run | cluster start (s) | encode (s) | images/s | vs n_jobs=1 |")
+        print("| --- | --- | --- | --- | --- |")
+        reference = rows[0][2]
+        for name, started, seconds in rows:
+            shown = "" if started is None else f"{started:.1f}"
+            print(
+                f"| {name} | {shown} | {seconds:.2f} | {args.images / seconds:.0f} "
+                f"| {reference / seconds:.2f}x |"
+            )
+        print(f"\n2 workers vs 1 worker: {rows[2][2] / rows[3][2]:.2f}x\n")
+        print(f"| workers | seconds per empty task ({args.tasks} tasks) |")
+        print("| --- | --- |")
+        for n_workers, seconds in overheads:
+            print(f"| {n_workers} | {seconds * 1e3:.2f} ms |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _import_vlad() -> None:
+    """Run on each worker: load the modules a task needs."""
+    import vlad.images.dask_encoding  # noqa: F401
+
+
+if __name__ == "__main__":
+    main()
