@@ -5,8 +5,10 @@ shards is timed in this process (``n_jobs=1`` and ``2``) and on a
 ``LocalCluster`` of one and of two worker processes (one thread each), whose
 workers have run a task first (so their imports are not counted); then the
 scheduler's cost per task: ``N`` tasks that do nothing, timed, divided by
-``N``. Prints Markdown tables; every run's folder is checked to hold the same
-bytes as the local one.
+``N``. Beside each time, the CPU seconds the run took (this process and the
+workers) and the cores it used (CPU over wall-clock): on a machine that others
+load, the cores a run was given. Prints Markdown tables; every run's folder
+is checked to hold the same bytes as the local one.
 
 Usage, from the root of a source checkout (needs ``pip install 'vlad[dask]'``)::
 
@@ -17,6 +19,9 @@ Usage, from the root of a source checkout (needs ``pip install 'vlad[dask]'``)::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import resource
 import shutil
 import tempfile
 import time
@@ -30,7 +35,7 @@ import vlad
 from vlad.images.dask_encoding import require_distributed
 from vlad.images.sharded import encode_images_to_folder
 
-__all__ = ["main", "make_photos", "task_overhead"]
+__all__ = ["main", "make_photos", "process_cpu_seconds", "task_overhead", "timed"]
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -53,14 +58,25 @@ def make_photos(folder: Path, n_images: int) -> Path:
     return folder
 
 
-def best_of(repeats: int, run: Callable[[], object]) -> float:
-    """The shortest of ``repeats`` timings of ``run()``, in seconds."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def process_cpu_seconds() -> float:
+    """User and system CPU seconds of this process so far, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(run: Callable[[], object], client=None) -> tuple[float, float]:
+    """Wall-clock seconds of ``run()`` and the CPU seconds it took: of this
+    process, and of the workers of ``client``'s cluster."""
+
+    def cpu() -> float:
+        workers = client.run(process_cpu_seconds) if client is not None else {}
+        return process_cpu_seconds() + sum(workers.values())
+
+    cpu_start = cpu()
+    start = time.perf_counter()
+    run()
+    wall = time.perf_counter() - start
+    return wall, cpu() - cpu_start
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
@@ -109,59 +125,70 @@ def main(argv: list[str] | None = None) -> None:
                 **settings,
             )
 
-        rows = []
-        for n_jobs in (1, 2):
-            seconds = best_of(args.repeats, lambda n_jobs=n_jobs: encode(n_jobs=n_jobs))
-            rows.append((f"this process, n_jobs={n_jobs}", None, seconds))
+        runs: dict[str, tuple[Callable[[], object], object]] = {
+            f"this process, n_jobs={n_jobs}": (
+                functools.partial(encode, n_jobs=n_jobs),
+                None,
+            )
+            for n_jobs in (1, 2)
+        }
+        runs["this process, n_jobs=1"][0]()
         expected = folder_bytes(folder)
-        overheads = []
-        for n_workers in (1, 2):
-            start = time.perf_counter()
-            with (
-                distributed.LocalCluster(
-                    n_workers=n_workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,
-                ) as cluster,
-                distributed.Client(cluster) as client,
-            ):
-                started = time.perf_counter() - start
-                client.run(_import_vlad)
-                encode(client=client)  # the workers' first task imports OpenCV
-                seconds = best_of(
-                    args.repeats, lambda client=client: encode(client=client)
+        with contextlib.ExitStack() as stack:
+            clients, started = {}, {}
+            for n_workers in (1, 2):
+                start = time.perf_counter()
+                cluster = stack.enter_context(
+                    distributed.LocalCluster(
+                        n_workers=n_workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",
+                    )
                 )
+                client = stack.enter_context(distributed.Client(cluster))
+                name = f"LocalCluster, {n_workers} worker(s)"
+                started[name] = time.perf_counter() - start
+                clients[n_workers] = client
+                runs[name] = (functools.partial(encode, client=client), client)
+                runs[name][0]()  # the workers' first task imports OpenCV
                 if folder_bytes(folder) != expected:
                     raise AssertionError("the cluster wrote other bytes")
-                rows.append((f"LocalCluster, {n_workers} worker(s)", started, seconds))
-                overheads.append((n_workers, task_overhead(client, args.tasks)))
+            # Rounds of every run in turn, so that a change in the machine's
+            # load falls on all of them alike; the best round of each counts.
+            seconds = {name: (float("inf"), 0.0) for name in runs}
+            for _ in range(args.repeats):
+                for name, (run, client) in runs.items():
+                    seconds[name] = min(seconds[name], timed(run, client))
+            overheads = [
+                (n_workers, task_overhead(client, args.tasks))
+                for n_workers, client in clients.items()
+            ]
+        rows = [(name, started.get(name), seconds[name]) for name in runs]
         n_tasks = -(-args.images // args.shard_images)
         print(
             f"{args.images} images of 320x240, K={args.clusters}, shards of "
             f"{args.shard_images} images ({n_tasks} tasks), best of {args.repeats}\n"
         )
-        print("| run | cluster start (s) | encode (s) | images/s | vs n_jobs=1 |")
-        print("| --- | --- | --- | --- | --- |")
-        reference = rows[0][2]
-        for name, started, seconds in rows:
-            shown = "" if started is None else f"{started:.1f}"
+        print(
+            "| run | cluster start (s) | encode (s) | vs n_jobs=1 | CPU (s) "
+            "| cores used |"
+        )
+        print("| --- | --- | --- | --- | --- | --- |")
+        reference = rows[0][2][0]
+        for name, start_seconds, (wall, cpu) in rows:
+            shown = "" if start_seconds is None else f"{start_seconds:.1f}"
             print(
-                f"| {name} | {shown} | {seconds:.2f} | {args.images / seconds:.0f} "
-                f"| {reference / seconds:.2f}x |"
+                f"| {name} | {shown} | {wall:.2f} | {reference / wall:.2f}x "
+                f"| {cpu:.2f} | {cpu / wall:.2f} |"
             )
-        print(f"\n2 workers vs 1 worker: {rows[2][2] / rows[3][2]:.2f}x\n")
+        print(f"\n2 workers vs 1 worker: {rows[2][2][0] / rows[3][2][0]:.2f}x\n")
         print(f"| workers | seconds per empty task ({args.tasks} tasks) |")
         print("| --- | --- |")
-        for n_workers, seconds in overheads:
-            print(f"| {n_workers} | {seconds * 1e3:.2f} ms |")
+        for n_workers, task_seconds in overheads:
+            print(f"| {n_workers} | {task_seconds * 1e3:.2f} ms |")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _import_vlad() -> None:
-    """Run on each worker: load the modules a task needs."""
-    import vlad.images.dask_encoding  # noqa: F401
 
 
 if __name__ == "__main__":
