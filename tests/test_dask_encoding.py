@@ -75,10 +75,10 @@ def local_run(inputs, codebook, folder, shard_images):
     return folder_bytes(folder)
 
 
-@pytest.mark.parametrize("shard_images", [3])
 def test_the_cluster_writes_the_bytes_of_a_local_run(
-    client, codebook_file, messy, tmp_path, shard_images
+    client, codebook_file, messy, tmp_path
 ):
+    shard_images = 3
     expected = local_run(messy, codebook_file, tmp_path / "local", shard_images)
     shards = encode_images_to_folder(
         messy,

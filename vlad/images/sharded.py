@@ -5,7 +5,9 @@ vectors are written as soon as they are made (see :mod:`vlad.formats.shards`),
 so memory holds one shard, however many images there are. An interrupted run
 continues with ``resume=True``: shards already written by the same run (same
 codebook, options and images) are kept, the others are made again, and the
-folder ends up the same, byte for byte, as an uninterrupted run's.
+folder ends up the same, byte for byte, as an uninterrupted run's. Given a
+Dask client, the shards are made on its cluster instead
+(:mod:`vlad.images.dask_encoding`), into the same bytes.
 """
 
 from __future__ import annotations
