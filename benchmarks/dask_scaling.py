@@ -2,8 +2,10 @@
 
 On copies of the bundled photos at 320x240, the same run into a folder of
 shards is timed in this process (``n_jobs=1`` and ``2``) and on a
-``LocalCluster`` of one and of two worker processes (one thread each), whose
-workers have run a task first (so their imports are not counted); then the
+``LocalCluster`` of one and of two worker processes (one thread each, started
+as ``vlad encode --dask`` starts them, by
+:func:`vlad.images.dask_encoding.dask_client`), whose workers have run a
+task first (so their imports are not counted); then the
 scheduler's cost per task: ``N`` tasks that do nothing, timed, divided by
 ``N``. Beside each time, the CPU seconds the run took (this process and the
 workers) and the cores it used (CPU over wall-clock): on a machine that others
@@ -13,7 +15,7 @@ is checked to hold the same bytes as the local one.
 Usage, from the root of a source checkout (needs ``pip install 'vlad[dask]'``)::
 
     python -m benchmarks.dask_scaling [--images 256] [--shard-images 8]
-        [--clusters 8] [--repeats 3] [--tasks 1000]
+        [--clusters 16] [--repeats 3] [--tasks 1000]
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import cv2
 import numpy as np
 
 import vlad
-from vlad.images.dask_encoding import require_distributed
+from vlad.images.dask_encoding import dask_client, require_distributed
 from vlad.images.sharded import encode_images_to_folder
 
 __all__ = ["main", "make_photos", "process_cpu_seconds", "task_overhead", "timed"]
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=1000)
     args = parser.parse_args(argv)
-    distributed = require_distributed()
+    require_distributed()
     work = Path(tempfile.mkdtemp(prefix="vlad-dask-"))
     try:
         photos = make_photos(work / "photos", args.images)
@@ -138,15 +140,7 @@ def main(argv: list[str] | None = None) -> None:
             clients, started = {}, {}
             for n_workers in (1, 2):
                 start = time.perf_counter()
-                cluster = stack.enter_context(
-                    distributed.LocalCluster(
-                        n_workers=n_workers,
-                        threads_per_worker=1,
-                        processes=True,
-                        dashboard_address=":0",
-                    )
-                )
-                client = stack.enter_context(distributed.Client(cluster))
+                client = stack.enter_context(dask_client(n_workers=n_workers))
                 name = f"LocalCluster, {n_workers} worker(s)"
                 started[name] = time.perf_counter() - start
                 clients[n_workers] = client

@@ -37,15 +37,10 @@ def run(*args, exit_code=0):
 
 @pytest.fixture(scope="module")
 def client():
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-        ) as cluster,
-        distributed.Client(cluster) as dask,
-    ):
+    """The client of a LocalCluster of two one-thread worker processes."""
+    with dask_client(n_workers=2) as dask:
+        assert dask.nthreads() and set(dask.nthreads().values()) == {1}
+        assert len(dask.nthreads()) == 2 and dask.cluster.processes
         yield dask
 
 
