@@ -47,9 +47,7 @@ def decode_and_sift(paths: list[Path], n_jobs: int) -> int:
 
     def describe(path: Path) -> int:
         image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
-        _, descriptors = cv2.SIFT_create(nfeatures=2000).detectAndCompute(
-            image, None
-        )
+        _, descriptors = cv2.SIFT_create(nfeatures=2000).detectAndCompute(image, None)
         return 0 if descriptors is None else len(descriptors)
 
     with one_opencv_thread(), ThreadPoolExecutor(max_workers=n_jobs) as pool:

@@ -92,9 +92,7 @@ def _descriptors(
     folder.mkdir(parents=True, exist_ok=True)
     timing_file = folder / "seconds.json"
     sets = {}
-    seconds = (
-        json.loads(timing_file.read_text()) if timing_file.is_file() else {}
-    )
+    seconds = json.loads(timing_file.read_text()) if timing_file.is_file() else {}
     for part in ("database", "queries"):
         cache = folder / f"{part}.npz"
         if cache.exists():
@@ -119,9 +117,7 @@ def run_variant(
     n_jobs: int | None,
 ) -> dict:
     """Extract, fit, encode, search and evaluate one variant."""
-    sets, extraction_seconds = _descriptors(
-        dataset, work, variant.extraction, n_jobs
-    )
+    sets, extraction_seconds = _descriptors(dataset, work, variant.extraction, n_jobs)
     database, queries = sets["database"], sets["queries"]
     settings = {"n_clusters": 64, "seed": 0} | variant.codebook
     start = time.perf_counter()
@@ -129,7 +125,9 @@ def run_variant(
     if variant.adapt:
         codebook = vlad.adapt_codebook(codebook, database)
     fit_seconds = time.perf_counter() - start
-    database_vectors = vlad.encode(database, codebook, n_jobs=n_jobs, **variant.encoding)
+    database_vectors = vlad.encode(
+        database, codebook, n_jobs=n_jobs, **variant.encoding
+    )
     start = time.perf_counter()
     query_vectors = vlad.encode(queries, codebook, n_jobs=n_jobs, **variant.encoding)
     encode_seconds = (time.perf_counter() - start) / len(queries)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from vlad.core.aggregators import AGGREGATORS
 from vlad.core.options import EncodingOptions
 from vlad.formats.vectors import save_vectors, vector_file_paths
 from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
+from vlad.images.dask_encoding import dask_client
 from vlad.images.sharded import SHARD_IMAGES, encode_images_to_folder
 
 __all__ = ["encode"]
@@ -108,6 +110,20 @@ def _check_output(ctx, param, value: Path) -> Path:
     help="Finish an interrupted run into a folder: keep the shards it wrote "
     "with the same codebook, options and images; make the others.",
 )
+@click.option(
+    "--dask",
+    "use_dask",
+    is_flag=True,
+    help="Make the shards of a folder on a Dask cluster of -j worker processes "
+    "on this machine, one task per shard (needs: pip install 'vlad[dask]').",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Make the shards of a folder on the Dask cluster of this scheduler "
+    "(tcp://host:8786); images, codebook and folder must be at the same paths "
+    "on every worker.",
+)
 @descriptor_options(from_codebook=True)
 @jobs_option
 @overwrite_option
@@ -124,6 +140,8 @@ def encode(
     variants: dict,
     shard_images: int,
     resume: bool,
+    use_dask: bool,
+    scheduler: str | None,
     descriptor_options: dict,
     extractor: str | None,
     n_jobs: int | None,
@@ -147,7 +165,10 @@ def encode(
       NAME/part-00000-KEY.npy   vectors of the images of one shard
       NAME/part-00000-KEY.json  their names (any file name), what made them
       NAME/manifest.json        written last: as NAME.json, and the shards
-    An interrupted run into a folder continues with --resume.
+    An interrupted run into a folder continues with --resume. With --dask or
+    --scheduler, a Dask cluster makes the shards: each task writes one, the
+    manifest is written here once all are, and the folder is the same, byte for
+    byte, as without.
 
     An unreadable file is skipped (and listed in the record); an image without
     keypoints gets a zero row.
@@ -173,6 +194,8 @@ def encode(
             options,
             shard_images=shard_images,
             resume=resume,
+            use_dask=use_dask,
+            scheduler=scheduler,
             descriptor_options=descriptor_options,
             extractor=extractor,
             n_jobs=n_jobs,
@@ -182,6 +205,10 @@ def encode(
         return
     if resume:
         raise click.UsageError("--resume needs a folder output (a name without .npy)")
+    if use_dask or scheduler:
+        raise click.UsageError(
+            "--dask and --scheduler need a folder output (a name without .npy)"
+        )
     with library_errors():
         outputs = vector_file_paths(output)
     check_outputs(outputs, overwrite)
@@ -216,9 +243,25 @@ def encode(
 
 
 def _encode_to_folder(
-    inputs, codebook, output, options, *, verbosity, overwrite, resume, **settings
+    inputs,
+    codebook,
+    output,
+    options,
+    *,
+    verbosity,
+    overwrite,
+    resume,
+    use_dask,
+    scheduler,
+    n_jobs,
+    **settings,
 ) -> None:
-    """``vlad encode`` into a folder of shards."""
+    """``vlad encode`` into a folder of shards, here or on a Dask cluster."""
+    if scheduler and n_jobs is not None:
+        raise click.UsageError(
+            "-j sets the workers of --dask's local cluster; the cluster of "
+            "--scheduler has its own"
+        )
     if not output.parent.is_dir():
         raise click.ClickException(
             f"the folder of {printable(str(output))} does not exist"
@@ -228,17 +271,29 @@ def _encode_to_folder(
             f"{printable(str(output))} already exists; pass --overwrite to replace "
             "it or --resume to finish it"
         )
-    with library_errors(), progress_bar(verbosity, "Encoding") as progress:
-        shards = encode_images_to_folder(
-            inputs,
-            codebook,
-            output,
-            options,
-            progress=progress,
-            overwrite=overwrite,
-            resume=resume,
-            **settings,
-        )
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(library_errors())
+        client = None
+        if use_dask or scheduler:
+            client = stack.enter_context(dask_client(scheduler, n_jobs))
+            logger.info("running on the Dask cluster of %s", client.scheduler.address)
+            n_jobs = None
+        progress = stack.enter_context(progress_bar(verbosity, "Encoding"))
+        try:
+            shards = encode_images_to_folder(
+                inputs,
+                codebook,
+                output,
+                options,
+                progress=progress,
+                overwrite=overwrite,
+                resume=resume,
+                client=client,
+                n_jobs=n_jobs,
+                **settings,
+            )
+        except RuntimeError as error:
+            raise click.ClickException(str(error)) from None
     logger.info(
         "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, in %s",
         count(shards.shape[0], "image"),

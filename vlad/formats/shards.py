@@ -42,6 +42,7 @@ __all__ = [
     "is_shard_folder",
     "open_shards",
     "shard_names",
+    "write_shard",
 ]
 
 MANIFEST_NAME = "manifest.json"
@@ -253,15 +254,8 @@ class ShardWriter:
         return record
 
     def write(self, index: int, vectors: np.ndarray, record: dict) -> None:
-        """Write shard ``index`` atomically: its vectors, then its record
-        (``record["names"]`` names the rows; ``record["key"]`` what made them)."""
-        vectors_name, record_name = shard_names(index, record["key"])
-        record_text = json.dumps(record).encode()
-        with atomic_writes(
-            self.folder / vectors_name, self.folder / record_name, overwrite=True
-        ) as (vectors_file, record_file):
-            np.save(vectors_file, np.ascontiguousarray(vectors, dtype=np.float32))
-            record_file.write(record_text)
+        """:func:`write_shard` into this folder."""
+        write_shard(self.folder, index, vectors, record)
 
     def commit(self, manifest: dict) -> None:
         """Write the manifest, last: the folder is complete.
@@ -279,6 +273,24 @@ class ShardWriter:
                 (self.folder / name).unlink(missing_ok=True)
         with atomic_write(self.folder / MANIFEST_NAME, overwrite=True) as handle:
             handle.write((json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def write_shard(
+    folder: str | os.PathLike, index: int, vectors: np.ndarray, record: dict
+) -> None:
+    """Write shard ``index`` of ``folder`` atomically: its vectors, then its
+    record (``record["names"]`` names the rows; ``record["key"]`` what made
+    them). Writing the same shard again, from any process, rewrites the same
+    two files."""
+    folder = Path(folder)
+    vectors_name, record_name = shard_names(index, record["key"])
+    record_text = json.dumps(record).encode()
+    with atomic_writes(folder / vectors_name, folder / record_name, overwrite=True) as (
+        vectors_file,
+        record_file,
+    ):
+        np.save(vectors_file, np.ascontiguousarray(vectors, dtype=np.float32))
+        record_file.write(record_text)
 
 
 def _read_json(path: Path) -> dict:

@@ -5,45 +5,36 @@ vectors are written as soon as they are made (see :mod:`vlad.formats.shards`),
 so memory holds one shard, however many images there are. An interrupted run
 continues with ``resume=True``: shards already written by the same run (same
 codebook, options and images) are kept, the others are made again, and the
-folder ends up the same, byte for byte, as an uninterrupted run's.
+folder ends up the same, byte for byte, as an uninterrupted run's. Given a
+Dask client, the shards are made on its cluster instead
+(:mod:`vlad.images.dask_encoding`), into the same bytes.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import json
-import logging
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-import numpy as np
-
-from vlad._version import __version__
 from vlad.core.aggregators import require_aggregator
 from vlad.core.codebook import Codebook
-from vlad.core.descriptors import DescriptorSets
-from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.shards import ShardedVectors, ShardWriter, open_shards
-from vlad.images.batch import (
-    ENCODE_CHUNK_IMAGES,
-    BatchReport,
-    encode_images,
-    extract_in_order,
-    keep_readable,
-    path_list,
-    walk_batch,
-)
-from vlad.images.extractors import extractor_for_codebook
-from vlad.images.files import ImageFile
+from vlad.images.batch import ENCODE_CHUNK_IMAGES, encode_images, extract_in_order
+from vlad.images.dask_encoding import encode_shards_on_cluster
 from vlad.images.pool import Progress
+from vlad.images.shard_runs import (
+    commit_folder_run,
+    encode_shard,
+    plan_folder_run,
+    run_key,
+    run_settings,
+    shard_record,
+)
 
 __all__ = ["SHARD_IMAGES", "encode_images_to_folder"]
-
-logger = logging.getLogger(__name__)
 
 #: Images a shard covers by default (a multiple of the encoding chunk, so that
 #: a shard's vectors do not depend on where a run was interrupted).
@@ -64,6 +55,7 @@ def encode_images_to_folder(
     shard_images: int = SHARD_IMAGES,
     overwrite: bool = False,
     resume: bool = False,
+    client: Any = None,
     **settings,
 ) -> ShardedVectors:
     """:func:`vlad.encode_images` written to a folder of shards as it goes.
@@ -124,9 +116,16 @@ def encode_images_to_folder(
     resolve_n_jobs(n_jobs)
     if isinstance(options.aggregator, str):
         require_aggregator(options.aggregator)
+    codebook_path = None
     if not isinstance(codebook, Codebook):
+        codebook_path = os.path.abspath(codebook)
         codebook = Codebook.load(codebook)
     if descriptor_file_in(inputs) is not None:
+        if client is not None:
+            raise ValueError(
+                "client: a Dask cluster encodes images; a descriptors file is "
+                "read whole, so encode it without a client"
+            )
         # Descriptors files are read whole anyway: encoded whole, then sharded.
         result = encode_images(
             inputs,
@@ -135,12 +134,12 @@ def encode_images_to_folder(
             descriptor_options=descriptor_options,
             extractor=extractor,
         )
-        run = _run_record(result.record(), shard_images)
+        shared = run_settings(result.record(), shard_images)
         writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
         entries = []
         for index, start in enumerate(range(0, len(result.names), shard_images)):
             names = result.names[start : start + shard_images]
-            key = _key(run, names)
+            key = run_key(shared, names)
             rows = result.vectors[start : start + shard_images]
             empty = [name for name in names if name in set(result.report.empty)]
             record = {"key": key, "names": names, "skipped": [], "empty": empty}
@@ -148,133 +147,35 @@ def encode_images_to_folder(
             entries.append({"n_rows": len(names), "key": key})
         writer.commit({**result.record(), "layout": "shards", "shards": entries})
         return open_shards(folder)
-    sift_options = extractor_for_codebook(codebook, descriptor_options, extractor)
-    images, walk_report = walk_batch(inputs, line_breaks=True)
-    n_dimensions = codebook.n_clusters * codebook.n_features
-    record = {
-        "format": "vlad vectors",
-        "format_version": 1,
-        "vlad_version": __version__,
-        "layout": "shards",
-        "shape": [0, n_dimensions],
-        "inputs": [str(path) for path in path_list(inputs)],
-        "codebook": {
-            "fingerprint": codebook.fingerprint,
-            "n_clusters": codebook.n_clusters,
-            "n_features": codebook.n_features,
-        },
-        "descriptor": sift_options.record(),
-        "encoding": options.record(),
-    }
-    run = _run_record(record, shard_images)
-    writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
-    groups = [
-        images[start : start + shard_images]
-        for start in range(0, len(images), shard_images)
-    ]
-    keys = [_key(run, _identities(group)) for group in groups]
-    shards = [writer.finished(i, key, n_dimensions) for i, key in enumerate(keys)]
-    todo = [i for i, shard in enumerate(shards) if shard is None]
-    if len(todo) < len(groups):
-        logger.info(
-            "kept %d finished shards of %d", len(groups) - len(todo), len(groups)
-        )
-    n_kept = len(images) - sum(len(groups[i]) for i in todo)
+    run = plan_folder_run(
+        inputs,
+        codebook,
+        folder,
+        options,
+        descriptor_options=descriptor_options,
+        extractor=extractor,
+        shard_images=shard_images,
+        overwrite=overwrite,
+        resume=resume,
+    )
+    if client is not None:
+        encode_shards_on_cluster(run, client, codebook=codebook_path, progress=progress)
+        return commit_folder_run(run, inputs)
+    todo = run.todo
+    n_kept = run.n_images - sum(len(run.groups[i]) for i in todo)
     results = extract_in_order(
-        [image for i in todo for image in groups[i]],
-        sift_options,
+        [image for i in todo for image in run.groups[i]],
+        run.sift_options,
         n_jobs,
         None
         if progress is None
-        else lambda done, total: progress(done + n_kept, len(images)),
+        else lambda done, total: progress(done + n_kept, run.n_images),
         n_features=codebook.n_features,
     )
     for index in todo:
-        vectors, report = _encode_shard(
-            results, len(groups[index]), codebook, options, n_jobs
+        vectors, report = encode_shard(
+            results, len(run.groups[index]), codebook, options, n_jobs
         )
-        shards[index] = {
-            "key": keys[index],
-            "names": report.names,
-            "skipped": [{"name": n, "reason": r} for n, r in report.skipped.items()],
-            "empty": report.empty,
-        }
-        writer.write(index, vectors, shards[index])
-    n_rows = [len(shard["names"]) for shard in shards]
-    if not sum(n_rows):
-        shown = ", ".join(str(path) for path in path_list(inputs))
-        raise ValueError(f"none of the {len(images)} images in {shown} could be read")
-    skipped = [
-        {"name": name, "reason": reason} for name, reason in walk_report.skipped.items()
-    ] + [entry for shard in shards for entry in shard["skipped"]]
-    empty = [name for shard in shards for name in shard["empty"]]
-    writer.commit(
-        {
-            **record,
-            "shape": [sum(n_rows), n_dimensions],
-            "n_found": walk_report.n_found,
-            "n_images": sum(n_rows),
-            "n_skipped": len(skipped),
-            "n_empty": len(empty),
-            "skipped": skipped,
-            "empty": empty,
-            "shard_images": shard_images,
-            "shards": [
-                {"n_rows": rows, "key": key}
-                for rows, key in zip(n_rows, keys, strict=True)
-            ],
-        }
-    )
-    return open_shards(folder)
-
-
-def _encode_shard(
-    results: Iterator,
-    n_images: int,
-    codebook: Codebook,
-    options: EncodingOptions,
-    n_jobs: int | None,
-) -> tuple[np.ndarray, BatchReport]:
-    """The vectors of the next ``n_images`` of ``results`` (the readable ones),
-    and their report; descriptors are held a chunk at a time."""
-    report = BatchReport(n_images, [], {}, [])
-    n_dimensions = codebook.n_clusters * codebook.n_features
-    vectors = np.zeros((n_images, n_dimensions), np.float32)
-    for start in range(0, n_images, ENCODE_CHUNK_IMAGES):
-        first = len(report.names)
-        size = min(ENCODE_CHUNK_IMAGES, n_images - start)
-        part = list(itertools.islice(results, size))
-        blocks = [descriptors for _, descriptors in keep_readable(part, report)]
-        if blocks:
-            sets = DescriptorSets.from_list(blocks, n_features=codebook.n_features)
-            vectors[first : first + len(blocks)] = encode(
-                sets, codebook, options, n_jobs=n_jobs
-            )
-    return vectors[: len(report.names)], report
-
-
-def _run_record(record: dict, shard_images: int) -> dict:
-    """What every shard of a run shares: the codebook and the options."""
-    fields = ("codebook", "descriptor", "encoding")
-    return {
-        **{field: record.get(field) for field in fields},
-        "shard_images": shard_images,
-    }
-
-
-def _identities(images: list[ImageFile]) -> list:
-    """Each image's name, size and modification time (None if gone)."""
-    identities = []
-    for image in images:
-        try:
-            status = os.stat(image.path)
-            identities.append([image.name, status.st_size, status.st_mtime_ns])
-        except OSError:
-            identities.append([image.name, None, None])
-    return identities
-
-
-def _key(run: dict, images: list) -> str:
-    """A hash of what makes a shard: the run's settings and its images."""
-    text = json.dumps({"run": run, "images": images}, sort_keys=True)
-    return hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
+        run.shards[index] = shard_record(run.keys[index], report)
+        run.writer.write(index, vectors, run.shards[index])
+    return commit_folder_run(run, inputs)

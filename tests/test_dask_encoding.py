@@ -1,0 +1,236 @@
+"""Folders of shards made on a real Dask cluster (two worker processes): the
+same bytes as a run in this process, with skipped images, resuming, a worker
+killed mid-run, the command line's --dask and --scheduler, and the error
+without the extra."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+from click.testing import CliRunner
+from photos import DATA, FAST_OPTIONS, make_messy_folder
+
+import vlad
+from vlad.cli.main import main
+from vlad.images.dask_encoding import (
+    dask_client,
+    encode_shards_on_cluster,
+    worker_codebook,
+)
+from vlad.images.shard_runs import plan_folder_run
+from vlad.images.sharded import encode_images_to_folder
+
+distributed = pytest.importorskip("distributed")
+FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
+
+
+def run(*args, exit_code=0):
+    """Invoke ``vlad ARGS`` in-process; check its exit code; return the result."""
+    result = CliRunner().invoke(main, [str(arg) for arg in args])
+    assert result.exit_code == exit_code, (result.output, result.exception)
+    assert "Traceback" not in result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def client():
+    """The client of a LocalCluster of two one-thread worker processes."""
+    with dask_client(n_workers=2) as dask:
+        assert dask.nthreads() and set(dask.nthreads().values()) == {1}
+        assert len(dask.nthreads()) == 2 and dask.cluster.processes
+        yield dask
+
+
+@pytest.fixture(scope="module")
+def codebook_file(tmp_path_factory):
+    fitted, _ = vlad.fit_codebook_to_images(
+        DATA, 4, descriptor_options=FAST_OPTIONS, n_jobs=2
+    )
+    path = tmp_path_factory.mktemp("codebook") / "codebook.npz"
+    fitted.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory):
+    return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
+
+
+def folder_bytes(folder):
+    """Every file of a folder and its bytes."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def local_run(inputs, codebook, folder, shard_images):
+    """The reference: the same run in this process."""
+    encode_images_to_folder(inputs, codebook, folder, shard_images=shard_images)
+    return folder_bytes(folder)
+
+
+def test_the_cluster_writes_the_bytes_of_a_local_run(
+    client, codebook_file, messy, tmp_path
+):
+    shard_images = 3
+    expected = local_run(messy, codebook_file, tmp_path / "local", shard_images)
+    shards = encode_images_to_folder(
+        messy,
+        codebook_file,
+        tmp_path / "dask",
+        shard_images=shard_images,
+        client=client,
+    )
+    assert folder_bytes(tmp_path / "dask") == expected
+    assert shards.record["n_skipped"] == 3 and shards.record["empty"] == ["blank.png"]
+
+
+def test_a_codebook_in_memory_is_sent_to_the_workers(client, codebook_file, tmp_path):
+    expected = local_run(DATA, codebook_file, tmp_path / "local", 2)
+    codebook = vlad.Codebook.load(codebook_file)
+    done = []
+    encode_images_to_folder(
+        DATA,
+        codebook,
+        tmp_path / "dask",
+        shard_images=2,
+        client=client,
+        progress=lambda n_done, n_total: done.append((n_done, n_total)),
+    )
+    assert folder_bytes(tmp_path / "dask") == expected
+    n_images = len(vlad.find_images(DATA))
+    assert sorted(done) == [(n, n_images) for n in range(2, n_images + 1, 2)]
+
+
+def test_resume_on_the_cluster_makes_only_the_missing_shards(
+    client, codebook_file, tmp_path
+):
+    expected = local_run(DATA, codebook_file, tmp_path / "v", 2)
+    kept = sorted((tmp_path / "v").glob("part-0000[02]-*"))
+    stamps = {path: path.stat().st_mtime_ns for path in kept}
+    (tmp_path / "v" / "manifest.json").unlink()
+    for path in (tmp_path / "v").glob("part-00001-*"):
+        path.unlink()
+    next((tmp_path / "v").glob("part-00003-*.json")).unlink()  # as if killed
+    encode_images_to_folder(
+        DATA, codebook_file, tmp_path / "v", shard_images=2, resume=True, client=client
+    )
+    assert folder_bytes(tmp_path / "v") == expected
+    assert {path: path.stat().st_mtime_ns for path in kept} == stamps
+
+
+def test_a_worker_killed_mid_run_loses_and_doubles_no_row(
+    client, codebook_file, tmp_path
+):
+    expected = local_run(DATA, codebook_file, tmp_path / "local", 1)
+    marker = tmp_path / "killed"
+
+    class KillOnce(distributed.WorkerPlugin):
+        """SIGKILL the worker once, as it finishes a shard: the shard is
+        written but the scheduler never hears of it."""
+
+        def __init__(self, marker):
+            self.marker = str(marker)
+
+        def transition(self, key, start, finish, **kwargs):
+            if (
+                str(key).startswith("vlad-shard-00003")
+                and (start, finish) == ("executing", "memory")
+                and not os.path.exists(self.marker)
+            ):
+                open(self.marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    client.register_plugin(KillOnce(marker), name="kill-once")
+    try:
+        shards = encode_images_to_folder(
+            DATA, codebook_file, tmp_path / "dask", shard_images=1, client=client
+        )
+    finally:
+        client.unregister_worker_plugin("kill-once")
+        client.wait_for_workers(2)
+    assert marker.exists()
+    assert folder_bytes(tmp_path / "dask") == expected
+    assert len(shards.names) == len(set(shards.names)) == len(vlad.find_images(DATA))
+
+
+def test_workers_load_the_codebook_once_and_check_it(client, tmp_path):
+    path = tmp_path / "codebook.npz"
+    first, _ = vlad.fit_codebook_to_images(DATA, 2, descriptor_options=FAST_OPTIONS)
+    second, _ = vlad.fit_codebook_to_images(DATA, 3, descriptor_options=FAST_OPTIONS)
+    first.save(path)
+    loaded = worker_codebook(str(path), first.fingerprint)
+    assert loaded.fingerprint == first.fingerprint
+    assert worker_codebook(str(path), first.fingerprint) is loaded
+    with pytest.raises(ValueError, match="holds the codebook"):
+        worker_codebook(str(path), second.fingerprint)
+    # The file changes between planning and the tasks: every try fails the same.
+    planned = plan_folder_run(
+        DATA,
+        second,
+        tmp_path / "v",
+        vlad.EncodingOptions(),
+        descriptor_options=None,
+        shard_images=4,
+        overwrite=False,
+        resume=False,
+    )
+    with pytest.raises(ValueError, match=f"not {second.fingerprint}"):
+        encode_shards_on_cluster(planned, client, codebook=path)
+    assert not (tmp_path / "v" / "manifest.json").exists()
+
+
+def test_bad_clients_and_inputs_are_refused(client, codebook_file, tmp_path):
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client"):
+        encode_images_to_folder(DATA, codebook_file, tmp_path / "a", client="tcp://x")
+    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
+    sets.save(tmp_path / "d.npz")
+    with pytest.raises(ValueError, match="descriptors file"):
+        encode_images_to_folder(
+            tmp_path / "d.npz", codebook_file, tmp_path / "b", client=client
+        )
+    with pytest.raises(ValueError, match="n_workers sets the workers"):
+        with dask_client("tcp://127.0.0.1:8786", n_workers=2):
+            pass
+
+
+def test_the_command_line_on_a_scheduler(client, codebook_file, messy, tmp_path):
+    expected = local_run(messy, codebook_file, tmp_path / "local", 2)
+    address = client.scheduler.address
+    args = ["encode", messy, "-c", codebook_file, *FAST, "--shard-images", 2]
+    result = run(*args, "-o", tmp_path / "dask", "--scheduler", address)
+    assert folder_bytes(tmp_path / "dask") == expected
+    assert "skipped 3" in result.stderr
+    (tmp_path / "dask" / "manifest.json").unlink()
+    run(*args, "-o", tmp_path / "dask", "--scheduler", address, "--resume")
+    assert folder_bytes(tmp_path / "dask") == expected
+    result = run(
+        *args, "-o", tmp_path / "x", "--scheduler", address, "-j", 2, exit_code=2
+    )
+    assert "-j sets the workers of --dask's local cluster" in result.stderr
+    result = run(*args, "-o", tmp_path / "x.npy", "--dask", exit_code=2)
+    assert "need a folder output" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_command_line_starts_a_local_cluster(codebook_file, tmp_path):
+    expected = local_run(DATA, codebook_file, tmp_path / "local", 3)
+    args = ["encode", DATA, "-c", codebook_file, "--shard-images", 3, "-j", 2]
+    run(*args, "-o", tmp_path / "dask", "--dask")
+    assert folder_bytes(tmp_path / "dask") == expected
+
+
+def test_without_the_extra_the_error_says_what_to_install(
+    monkeypatch, codebook_file, tmp_path
+):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"pip install 'vlad\[dask\]'"):
+        encode_images_to_folder(DATA, codebook_file, tmp_path / "v", client=object())
+    result = run(
+        "encode", DATA, "-c", codebook_file, "-o", tmp_path / "w", "--dask", exit_code=1
+    )
+    assert result.stderr == (
+        "Error: running on a Dask cluster requires dask.distributed; install it "
+        "with: pip install 'vlad[dask]'\n"
+    )
