@@ -10,9 +10,7 @@ folder ends up the same, byte for byte, as an uninterrupted run's.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +19,7 @@ import numpy as np
 
 from vlad._version import __version__
 from vlad.core.aggregators import require_aggregator
+from vlad.core.chunked_encoding import encode_in_chunks
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
@@ -28,23 +27,29 @@ from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import check_n_features
 from vlad.formats.descriptor_files import descriptor_file_in
-from vlad.formats.shards import ShardedVectors, ShardWriter, open_shards
+from vlad.formats.shards import (
+    MANIFEST_NAME,
+    ShardedVectors,
+    ShardWriter,
+    open_shards,
+    shard_key,
+)
 from vlad.images.batch import (
     ENCODE_CHUNK_IMAGES,
     BatchReport,
     check_same_kind,
     descriptor_options_for,
-    encode_images,
     extract_in_order,
     keep_readable,
     path_list,
+    read_descriptor_sets,
     walk_batch,
 )
 from vlad.images.files import ImageFile
 from vlad.images.pool import Progress
 from vlad.images.sift import N_FEATURES
 
-__all__ = ["SHARD_IMAGES", "encode_images_to_folder"]
+__all__ = ["SHARD_IMAGES", "encode_images_to_folder", "image_identities"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,23 +134,17 @@ def encode_images_to_folder(
     if not isinstance(codebook, Codebook):
         codebook = Codebook.load(codebook)
     if descriptor_file_in(inputs) is not None:
-        # Descriptors files are read whole anyway: encoded whole, then sharded.
-        result = encode_images(
-            inputs, codebook, options, descriptor_options=descriptor_options
+        return _encode_descriptors_to_folder(
+            inputs,
+            codebook,
+            folder,
+            options,
+            descriptor_options=descriptor_options,
+            n_jobs=n_jobs,
+            shard_images=shard_images,
+            overwrite=overwrite,
+            resume=resume,
         )
-        run = _run_record(result.record(), shard_images)
-        writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
-        entries = []
-        for index, start in enumerate(range(0, len(result.names), shard_images)):
-            names = result.names[start : start + shard_images]
-            key = _key(run, names)
-            rows = result.vectors[start : start + shard_images]
-            empty = [name for name in names if name in set(result.report.empty)]
-            record = {"key": key, "names": names, "skipped": [], "empty": empty}
-            writer.write(index, rows, record)
-            entries.append({"n_rows": len(names), "key": key})
-        writer.commit({**result.record(), "layout": "shards", "shards": entries})
-        return open_shards(folder)
     sift_options = descriptor_options_for(codebook, descriptor_options)
     check_same_kind(sift_options, codebook)
     check_n_features(N_FEATURES, codebook.n_features)
@@ -172,7 +171,7 @@ def encode_images_to_folder(
         images[start : start + shard_images]
         for start in range(0, len(images), shard_images)
     ]
-    keys = [_key(run, _identities(group)) for group in groups]
+    keys = [shard_key(run, image_identities(group)) for group in groups]
     shards = [writer.finished(i, key, n_dimensions) for i, key in enumerate(keys)]
     todo = [i for i, shard in enumerate(shards) if shard is None]
     if len(todo) < len(groups):
@@ -227,6 +226,85 @@ def encode_images_to_folder(
     return open_shards(folder)
 
 
+def _encode_descriptors_to_folder(
+    inputs: PathOrPaths,
+    codebook: Codebook,
+    folder: str | os.PathLike,
+    options: EncodingOptions,
+    *,
+    descriptor_options: Mapping | None,
+    n_jobs: int | None,
+    shard_images: int,
+    overwrite: bool,
+    resume: bool,
+) -> ShardedVectors:
+    """:func:`encode_images_to_folder` of a descriptors file or folder, read
+    and encoded a shard at a time."""
+    sets, report = read_descriptor_sets(inputs, descriptor_options, lazy=True)
+    check_same_kind(sets.metadata, codebook)
+    n_dimensions = codebook.n_clusters * codebook.n_features
+    source = descriptor_file_in(inputs)
+    if source.is_dir():
+        source = source / MANIFEST_NAME
+    status = source.stat()
+    run = {
+        **_run_record(
+            {
+                "codebook": {"fingerprint": codebook.fingerprint},
+                "descriptor": sets.metadata,
+                "encoding": options.record(),
+            },
+            shard_images,
+        ),
+        "descriptors": [str(source), status.st_size, status.st_mtime_ns],
+    }
+    writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
+    entries = []
+    empty = set(report.empty)
+    for index, start in enumerate(range(0, len(sets), shard_images)):
+        stop = min(len(sets), start + shard_images)
+        names = report.names[start:stop]
+        key = shard_key(run, names)
+        if writer.finished(index, key, n_dimensions) is None:
+            vectors = encode_in_chunks(
+                sets,
+                codebook,
+                options,
+                chunk_images=ENCODE_CHUNK_IMAGES,
+                n_jobs=n_jobs,
+                start=start,
+                stop=stop,
+            )
+            record = {
+                "key": key,
+                "names": names,
+                "skipped": [],
+                "empty": [name for name in names if name in empty],
+            }
+            writer.write(index, vectors, record)
+        entries.append({"n_rows": len(names), "key": key})
+    writer.commit(
+        {
+            "format": "vlad vectors",
+            "format_version": 1,
+            "vlad_version": __version__,
+            "shape": [len(sets), n_dimensions],
+            "inputs": [str(path) for path in path_list(inputs)],
+            "codebook": {
+                "fingerprint": codebook.fingerprint,
+                "n_clusters": codebook.n_clusters,
+                "n_features": codebook.n_features,
+            },
+            "descriptor": sets.metadata,
+            "encoding": options.record(),
+            **report.record(),
+            "layout": "shards",
+            "shards": entries,
+        }
+    )
+    return open_shards(folder)
+
+
 def _encode_shard(
     results: Iterator,
     n_images: int,
@@ -261,7 +339,7 @@ def _run_record(record: dict, shard_images: int) -> dict:
     }
 
 
-def _identities(images: list[ImageFile]) -> list:
+def image_identities(images: list[ImageFile]) -> list:
     """Each image's name, size and modification time (None if gone)."""
     identities = []
     for image in images:
@@ -271,9 +349,3 @@ def _identities(images: list[ImageFile]) -> list:
         except OSError:
             identities.append([image.name, None, None])
     return identities
-
-
-def _key(run: dict, images: list) -> str:
-    """A hash of what makes a shard: the run's settings and its images."""
-    text = json.dumps({"run": run, "images": images}, sort_keys=True)
-    return hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
