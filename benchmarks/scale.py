@@ -1,0 +1,140 @@
+"""Peak memory of ``vlad extract``, ``vlad fit`` and ``vlad encode`` as the
+collection grows.
+
+``python -m benchmarks.scale [--sizes 500,2000,8000] [--jobs 2] [--json FILE]``
+makes copies of the bundled photos at 320x240 (each moved, turned, scaled
+and brightened a little at random, so that no two are alike), runs each
+command on the first N of them as a child process, and prints the child's
+peak resident set size (``ru_maxrss`` of ``os.wait4``), with the slope
+between the two largest sizes and what it gives at a million images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+__all__ = ["COMMANDS", "make_photos", "peak_rss", "run_scale"]
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+#: The size of every generated photo (width, height).
+PHOTO_SIZE = (320, 240)
+#: What is measured, each as ``vlad`` arguments; ``{photos}``, ``{out}``,
+#: ``{jobs}`` are filled in. Rows run in this order: later ones read earlier
+#: ones' outputs.
+COMMANDS = {
+    "extract -o descriptors.npz": "extract {photos} -o {out}/d.npz -j {jobs}",
+    "extract -o descriptors (folder)": "extract {photos} -o {out}/d -j {jobs}",
+    "fit descriptors.npz": "fit {out}/d.npz -k 64 -o {out}/c1.npz",
+    "fit descriptors (folder)": "fit {out}/d -k 64 -o {out}/c.npz",
+    "fit PHOTOS": "fit {photos} -k 64 -o {out}/c2.npz -j {jobs}",
+    "encode PHOTOS -o vectors (folder)": "encode {photos} -c {out}/c.npz -o {out}/v "
+    "-j {jobs}",
+    "encode descriptors (folder) -o vectors": "encode {out}/d -c {out}/c.npz "
+    "-o {out}/v2 -j {jobs}",
+}
+
+
+def make_photos(folder: str | os.PathLike, n_photos: int, seed: int = 0) -> Path:
+    """Write ``n_photos`` JPEGs of 320x240, ``000000.jpg`` ..., into ``folder``:
+    the bundled photos in turn, each with a small random shift, rotation,
+    scale and brightness change."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    bases = [
+        cv2.resize(cv2.imread(str(path)), PHOTO_SIZE, interpolation=cv2.INTER_AREA)
+        for path in sorted(DATA.iterdir())
+        if path.suffix in (".jpg", ".png")
+    ]
+    rng = np.random.default_rng(seed)
+    width, height = PHOTO_SIZE
+    for index in range(n_photos):
+        angle, scale = rng.uniform(-8, 8), rng.uniform(0.9, 1.1)
+        matrix = cv2.getRotationMatrix2D((width / 2, height / 2), angle, scale)
+        matrix[:, 2] += rng.uniform(-12, 12, 2)
+        image = cv2.warpAffine(
+            bases[index % len(bases)], matrix, PHOTO_SIZE, borderMode=cv2.BORDER_REFLECT
+        )
+        image = cv2.convertScaleAbs(image, alpha=1.0, beta=rng.uniform(-20, 20))
+        cv2.imwrite(str(folder / f"{index:06d}.jpg"), image)
+    return folder
+
+
+def peak_rss(arguments: list[str]) -> tuple[float, float]:
+    """Run ``vlad ARGUMENTS`` as a child process; its peak resident set size
+    (MiB) and wall time (seconds)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vlad", *arguments, "-q"], stdout=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise RuntimeError(f"vlad {' '.join(arguments)} exited {process.returncode}")
+    return usage.ru_maxrss / 1024, time.perf_counter() - start
+
+
+def run_scale(sizes: list[int], jobs: int, root: Path) -> dict:
+    """Peak RSS (MiB) and time of every command of :data:`COMMANDS` at each
+    size; ``{"sizes": [...], "rows": {command: [[mib, seconds], ...]}}``."""
+    make_photos(root / "all", max(sizes))
+    rows: dict[str, list] = {name: [] for name in COMMANDS}
+    for size in sizes:
+        photos = root / f"photos-{size}"
+        photos.mkdir()
+        for index in range(size):
+            name = f"{index:06d}.jpg"
+            os.link(root / "all" / name, photos / name)
+        out = root / f"out-{size}"
+        out.mkdir()
+        for name, command in COMMANDS.items():
+            arguments = command.format(photos=photos, out=out, jobs=jobs).split()
+            rows[name].append(peak_rss(arguments))
+            print(f"{size:>6} {name:<42} {rows[name][-1][0]:7.0f} MiB", flush=True)
+    return {"sizes": sizes, "jobs": jobs, "rows": rows}
+
+
+def table(result: dict) -> str:
+    """A Markdown table of peak RSS, with the slope between the two largest
+    sizes (MiB per 1,000 images) and the straight line's value at 1M images."""
+    sizes = result["sizes"]
+    header = " | ".join(f"{size:,}" for size in sizes)
+    lines = [
+        f"| command (peak RSS, MiB) | {header} | MiB per 1,000 images | at 1M (line) |",
+        "| --- |" + " --- |" * (len(sizes) + 2),
+    ]
+    for name, values in result["rows"].items():
+        mib = [value[0] for value in values]
+        slope = (mib[-1] - mib[-2]) / (sizes[-1] - sizes[-2]) * 1000
+        at_million = mib[-1] + slope * (1_000_000 - sizes[-1]) / 1000
+        cells = " | ".join(f"{value:,.0f}" for value in mib)
+        lines.append(f"| `vlad {name}` | {cells} | {slope:+.1f} | {at_million:,.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the arguments, measure, print the table."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale")
+    parser.add_argument("--sizes", default="500,2000,8000")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    arguments = parser.parse_args(argv)
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="vlad-scale-") as root:
+        result = run_scale(sizes, arguments.jobs, Path(root))
+    if arguments.json:
+        arguments.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+
+
+if __name__ == "__main__":
+    main()
