@@ -155,12 +155,26 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
             help="Skip (and report) images of more pixels, read from their "
             "header before decoding; 0 for no limit.",
         ),
+        click.option(
+            "--reduce-jpeg/--no-reduce-jpeg",
+            default=None,
+            show_default=shown_default("reduce_jpeg"),
+            help="Decode JPEGs at 1/2, 1/4 or 1/8 size when the longest side "
+            "stays at least --max-side (faster, less memory; close descriptors).",
+        ),
     ]
 
     def decorator(command: Callable) -> Callable:
         @functools.wraps(command)
         def wrapper(
-            *args, root_sift, dense, max_side, max_keypoints, max_pixels, **kwargs
+            *args,
+            root_sift,
+            dense,
+            max_side,
+            max_keypoints,
+            max_pixels,
+            reduce_jpeg,
+            **kwargs,
         ):
             given = {
                 "root_sift": root_sift,
@@ -168,6 +182,7 @@ def descriptor_options(from_codebook: bool) -> Callable[[Callable], Callable]:
                 "max_side": max_side,
                 "max_keypoints": max_keypoints,
                 "max_pixels": max_pixels,
+                "reduce_jpeg": reduce_jpeg,
             }
             chosen = {name: value for name, value in given.items() if value is not None}
             return command(*args, descriptor_options=chosen, **kwargs)
