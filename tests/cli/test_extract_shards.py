@@ -36,6 +36,13 @@ def test_a_folder_holds_what_an_npz_holds(tmp_path):
     assert sharded.names == whole.names
     assert sharded.descriptors.tobytes() == whole.descriptors.tobytes()
     assert sharded.keypoints.tobytes() == whole.keypoints.tobytes()
+    folder_info = vlad.describe_file(tmp_path / "d")
+    assert folder_info.pop("n_shards") == 3
+    assert {**folder_info, "file": ""} == {
+        **vlad.describe_file(tmp_path / "d.npz"),
+        "file": "",
+    }
+    assert "n_shards: 3" in run("info", tmp_path / "d").output
     for source in ("d.npz", "d"):
         run("fit", tmp_path / source, "-k", 4, "-o", tmp_path / f"{source}.c.npz")
     centers = [
