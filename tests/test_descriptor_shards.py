@@ -212,3 +212,14 @@ def test_between_is_the_images_of_a_plain_loop(lengths, data):
     for t in range(start, stop):
         assert np.array_equal(part[t - start], sets[t])
         assert np.array_equal(part.keypoints_of(t - start), sets.keypoints_of(t))
+
+
+def test_a_folder_of_images_with_a_manifest_of_its_own_is_images(tmp_path):
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    shutil.copyfile(DATA / "chelsea.jpg", photos / "chelsea.jpg")
+    (photos / MANIFEST_NAME).write_text('{"dataset": "mine"}')
+    codebook, report = vlad.fit_codebook_to_images(
+        photos, 2, descriptor_options=FAST_OPTIONS
+    )
+    assert report.names == ["chelsea.jpg"]

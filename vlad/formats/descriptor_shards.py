@@ -21,6 +21,7 @@ read stays mapped, so reading the images in order holds one shard.
 from __future__ import annotations
 
 import bisect
+import json
 import os
 from pathlib import Path
 
@@ -46,12 +47,30 @@ __all__ = [
 #: The name of the keypoint array of a shard (``part-00000-KEY.keypoints.npy``).
 KEYPOINTS_ARRAY = "keypoints"
 _KIND = "descriptor shards"
+#: The formats of the manifests vlad writes into folders of shards.
+_SHARD_FORMATS = ("descriptor sets", "vlad vectors")
 
 
 def is_descriptor_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder that holds shards or a manifest (complete
-    or not; descriptors or vectors: :func:`open_descriptor_shards` tells)."""
-    return has_shards(path)
+    """Whether ``path`` is a folder of shards written by vlad, complete or not
+    (descriptors or vectors: :func:`open_descriptor_shards` tells), rather
+    than a folder of images (which may hold a ``manifest.json`` of its own).
+
+    Examples
+    --------
+    >>> is_descriptor_folder("data")
+    False
+    """
+    if not has_shards(path):
+        return False
+    manifest = Path(path) / MANIFEST_NAME
+    if not manifest.is_file():
+        return True  # shards without a manifest: an interrupted run
+    try:
+        record = json.loads(manifest.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and record.get("format") in _SHARD_FORMATS
 
 
 class ShardedDescriptorSets:
