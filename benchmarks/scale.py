@@ -2,7 +2,7 @@
 collection grows.
 
 ``python -m benchmarks.scale [--sizes 500,2000,8000] [--jobs 2] [--json FILE]
-[--single-files]`` (``--large-jpeg`` measures ``vlad extract`` of one
+[--layout folders|files|both]`` (``--large-jpeg`` measures ``vlad extract`` of one
 8000x6000 JPEG, decoded whole and reduced, instead)
 makes copies of the bundled photos at 320x240 (each moved, turned, scaled
 and brightened a little at random, so that no two are alike), runs each
@@ -48,11 +48,11 @@ COMMANDS = {
     "encode descriptors -o vectors": "encode {out}/d -c {out}/c.npz -o {out}/v "
     "-j {jobs}",
 }
-#: With ``--single-files``: the same from one ``.npz``, and from the images.
+#: With ``--layout files``: the same through one ``.npz`` and one ``.npy``.
 SINGLE_FILE_COMMANDS = {
     "extract PHOTOS -o descriptors.npz": "extract {photos} -o {out}/d.npz -j {jobs}",
     "fit descriptors.npz -k 64": "fit {out}/d.npz -k 64 -o {out}/c1.npz",
-    "encode descriptors.npz -o vectors.npy": "encode {out}/d.npz -c {out}/c.npz "
+    "encode descriptors.npz -o vectors.npy": "encode {out}/d.npz -c {out}/c1.npz "
     "-o {out}/v1.npy -j {jobs}",
 }
 
@@ -172,7 +172,8 @@ def table(result: dict) -> str:
     ]
     for name, values in result["rows"].items():
         mib = [value[0] for value in values]
-        slope = (mib[-1] - mib[-2]) / (sizes[-1] - sizes[-2]) * 1000
+        # A slope below zero is noise about a flat line.
+        slope = max(0.0, (mib[-1] - mib[-2]) / (sizes[-1] - sizes[-2]) * 1000)
         at_million = mib[-1] + slope * (1_000_000 - sizes[-1]) / 1000
         cells = " | ".join(f"{value:,.0f}" for value in mib)
         lines.append(f"| `vlad {name}` | {cells} | {slope:+.1f} | {at_million:,.0f} |")
@@ -185,7 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="500,2000,8000")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--single-files", action="store_true")
+    parser.add_argument(
+        "--layout",
+        choices=("folders", "files", "both"),
+        default="folders",
+        help="measure the folder commands, the single-file ones, or both",
+    )
     parser.add_argument(
         "--large-jpeg", action="store_true", help="measure one 8000x6000 JPEG only"
     )
@@ -195,9 +201,11 @@ def main(argv: list[str] | None = None) -> None:
             large_jpeg_rows(Path(root))
         return
     sizes = [int(size) for size in arguments.sizes.split(",")]
-    commands = dict(COMMANDS)
-    if arguments.single_files:
-        commands |= SINGLE_FILE_COMMANDS
+    commands = {
+        "folders": COMMANDS,
+        "files": SINGLE_FILE_COMMANDS,
+        "both": COMMANDS | SINGLE_FILE_COMMANDS,
+    }[arguments.layout]
     with tempfile.TemporaryDirectory(prefix="vlad-scale-") as root:
         result = run_scale(sizes, arguments.jobs, Path(root), commands)
     if arguments.json:
