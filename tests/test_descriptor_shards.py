@@ -143,6 +143,10 @@ def test_a_replaced_shard_is_refused(photo_folder, tmp_path):
     assert len(shards[0]) == len(vlad.extract_images(DATA, FAST_OPTIONS)[0][0])
     with pytest.raises(ValueError, match="is not the shard the manifest names"):
         shards[4]
+    record["lengths"][0] = "many"
+    record_path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="is not the shard the manifest names"):
+        open_descriptor_shards(copy)[4]
 
 
 def test_resume_keeps_finished_shards_and_redoes_the_rest(photo_folder, tmp_path):

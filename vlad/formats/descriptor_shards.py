@@ -206,6 +206,7 @@ class ShardedDescriptorSets:
             len(names) != n_images
             or not isinstance(lengths, list)
             or len(lengths) != n_images
+            or not all(type(length) is int and length >= 0 for length in lengths)
             or sum(lengths) != int(entry["n_descriptors"])
         ):
             raise ValueError(
