@@ -227,3 +227,18 @@ def test_a_folder_of_images_with_a_manifest_of_its_own_is_images(tmp_path):
         photos, 2, descriptor_options=FAST_OPTIONS
     )
     assert report.names == ["chelsea.jpg"]
+
+
+def test_encoding_a_folder_into_a_folder_resumes(photo_folder, tmp_path):
+    codebook, _ = vlad.fit_codebook_to_images(photo_folder, 4, sample=3000)
+    reference = encode_images_to_folder(
+        photo_folder, codebook, tmp_path / "v", shard_images=2, n_jobs=1
+    )
+    expected = folder_bytes(tmp_path / "v")
+    (tmp_path / "v" / MANIFEST_NAME).unlink()
+    shard_file(tmp_path / "v", 2, ".json").unlink()
+    resumed = encode_images_to_folder(
+        photo_folder, codebook, tmp_path / "v", shard_images=2, resume=True
+    )
+    assert folder_bytes(tmp_path / "v") == expected
+    assert resumed.names == reference.names
