@@ -10,12 +10,11 @@ from photos import DATA, PHOTOS
 from vlad.images.files import (
     IMAGE_EXTENSIONS,
     ImageReadError,
-    as_grey_image,
-    as_rgb_image,
     find_images,
     read_image,
 )
 from vlad.images.headers import truncated_format
+from vlad.images.pixels import as_grey_image, as_rgb_image
 
 
 def touch_image(path, value=0):

@@ -45,7 +45,9 @@ class EncodingVariant:
     ``descriptor_options``; ``codebook`` those of :func:`vlad.fit_codebook`
     (``n_clusters`` among them); ``encoding`` those of :func:`vlad.encode`.
     ``adapt`` moves the fitted centres to the means of the database's
-    descriptors (:func:`vlad.adapt_codebook`).
+    descriptors (:func:`vlad.adapt_codebook`); ``vocabularies`` fits that many
+    (:func:`vlad.fit_vocabularies`); ``index`` holds keyword arguments of
+    :func:`vlad.search.build_index` (``pca``, ``whiten``).
     """
 
     label: str
@@ -53,6 +55,8 @@ class EncodingVariant:
     codebook: dict = field(default_factory=dict)
     encoding: dict = field(default_factory=dict)
     adapt: bool = False
+    vocabularies: int = 1
+    index: dict = field(default_factory=dict)
 
     def record(self) -> dict:
         """JSON-serialisable settings."""
@@ -61,25 +65,73 @@ class EncodingVariant:
             "codebook": self.codebook,
             "encoding": self.encoding,
             "adapt": self.adapt,
+            "vocabularies": self.vocabularies,
+            "index": self.index,
         }
 
+
+#: Settings of vlad 0.3's defaults that later defaults changed.
+BEFORE = {"min_keypoints": 0}
+RN = {"residual_norm": True, "power": 0.2}
 
 #: The switches alone, then combinations; each a change from the defaults.
 VARIANTS = (
     EncodingVariant("defaults"),
+    EncodingVariant(
+        "0.3 defaults (min_keypoints 0, scikit-learn k-means)",
+        extraction=BEFORE,
+        codebook={"backend": "sklearn"},
+    ),
+    EncodingVariant("min_keypoints 0", extraction=BEFORE),
+    EncodingVariant("min_keypoints 50", extraction={"min_keypoints": 50}),
+    EncodingVariant("scikit-learn k-means", codebook={"backend": "sklearn"}),
+    EncodingVariant("spherical k-means", codebook={"spherical": True}),
+    EncodingVariant("adapted codebook", adapt=True),
     EncodingVariant("power 0.5", encoding={"power": 0.5}),
     EncodingVariant("power 0.2", encoding={"power": 0.2}),
-    EncodingVariant("SIFT (not RootSIFT)", extraction={"root_sift": False}),
+    EncodingVariant("residual norm", encoding={"residual_norm": True}),
+    EncodingVariant("residual norm + power 0.2", encoding=RN),
+    EncodingVariant("multiple assignment (2)", encoding={"assignment": "multiple"}),
+    EncodingVariant(
+        "multiple assignment (4)", encoding={"assignment": "multiple", "n_nearest": 4}
+    ),
+    EncodingVariant(
+        "soft assignment (4)", encoding={"assignment": "soft", "n_nearest": 4}
+    ),
     EncodingVariant("K=32", codebook={"n_clusters": 32}),
     EncodingVariant("K=128", codebook={"n_clusters": 128}),
     EncodingVariant("K=256", codebook={"n_clusters": 256}),
     EncodingVariant("no intra", encoding={"intra": False}),
-    EncodingVariant("dense SIFT", extraction={"dense": True}),
+    EncodingVariant("SIFT (not RootSIFT)", extraction={"root_sift": False}),
+    EncodingVariant("ORB", extraction={"features": "orb"}),
+    EncodingVariant("whitened (PCA 64)", index={"pca": 64, "whiten": 1.0}),
+    EncodingVariant(
+        "4 vocabularies, whitened (PCA 64)",
+        vocabularies=4,
+        index={"pca": 64, "whiten": 1.0},
+    ),
+    EncodingVariant(
+        "K=128 + residual norm + power 0.2", codebook={"n_clusters": 128}, encoding=RN
+    ),
+    EncodingVariant(
+        "K=128 + multiple assignment (2)",
+        codebook={"n_clusters": 128},
+        encoding={"assignment": "multiple"},
+    ),
+    EncodingVariant("K=128 + adapted", codebook={"n_clusters": 128}, adapt=True),
+    EncodingVariant(
+        "K=128 + residual norm + power 0.2 + adapted",
+        codebook={"n_clusters": 128},
+        encoding=RN,
+        adapt=True,
+    ),
 )
 
 
 def _extraction_key(extraction: dict) -> str:
-    text = json.dumps(extraction, sort_keys=True)
+    record = vlad.SiftOptions(**extraction).record()
+    record.pop("opencv_version")
+    text = json.dumps(record, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -115,13 +167,20 @@ def run_variant(
     work: Path,
     ground_truth: dict,
     n_jobs: int | None,
+    n_clusters: int = 64,
 ) -> dict:
-    """Extract, fit, encode, search and evaluate one variant."""
+    """Extract, fit, encode, search and evaluate one variant (``n_clusters``
+    centres unless it says otherwise)."""
     sets, extraction_seconds = _descriptors(dataset, work, variant.extraction, n_jobs)
     database, queries = sets["database"], sets["queries"]
-    settings = {"n_clusters": 64, "seed": 0} | variant.codebook
+    settings = {"n_clusters": n_clusters, "seed": 0} | variant.codebook
     start = time.perf_counter()
-    codebook = vlad.fit_codebook(database, **settings)
+    if variant.vocabularies > 1:
+        codebook = vlad.fit_vocabularies(
+            database, n_vocabularies=variant.vocabularies, **settings
+        )
+    else:
+        codebook = vlad.fit_codebook(database, **settings)
     if variant.adapt:
         codebook = vlad.adapt_codebook(codebook, database)
     fit_seconds = time.perf_counter() - start
@@ -131,13 +190,13 @@ def run_variant(
     start = time.perf_counter()
     query_vectors = vlad.encode(queries, codebook, n_jobs=n_jobs, **variant.encoding)
     encode_seconds = (time.perf_counter() - start) / len(queries)
-    index = build_index(database_vectors, database.names)
+    index = build_index(database_vectors, database.names, **variant.index)
     results = index.search(query_vectors, K, query_names=queries.names)
     evaluation = evaluate(results.rankings(), ground_truth, ks=(1, 5, 10))
     return {
         "variant": variant.label,
         "settings": variant.record(),
-        "dimensions": int(query_vectors.shape[1]),
+        "dimensions": index.dimension,
         "bytes_per_image": index.bytes_per_image,
         "images_without_descriptors": {
             "database": int(np.sum(database.lengths == 0)),
@@ -201,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", help="run only variants of these labels"
     )
+    parser.add_argument("--clusters", type=int, default=64)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
@@ -214,7 +274,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for variant in chosen:
         rows.append(
-            run_variant(variant, arguments.dataset, work, ground_truth, arguments.jobs)
+            run_variant(
+                variant,
+                arguments.dataset,
+                work,
+                ground_truth,
+                arguments.jobs,
+                arguments.clusters,
+            )
         )
         print(format_table(rows[-1:]).splitlines()[-1], flush=True)
     print(format_table(rows))

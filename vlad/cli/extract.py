@@ -1,4 +1,4 @@
-"""``vlad extract``: images to a descriptor sets file."""
+"""``vlad extract``: images to a descriptor sets file or folder of shards."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from vlad.cli.options import (
     descriptor_options,
     input_argument,
     jobs_option,
-    output_option,
     overwrite_option,
     verbosity_options,
 )
@@ -19,10 +18,15 @@ from vlad.cli.reporting import (
     check_outputs,
     count,
     library_errors,
+    printable,
     progress_bar,
     report_skipped,
 )
-from vlad.images.batch import extract_images
+from vlad.images.batch import BatchReport, extract_images
+from vlad.images.sharded_descriptors import (
+    DESCRIPTOR_SHARD_IMAGES,
+    extract_images_to_folder,
+)
 from vlad.images.sift import SiftOptions
 
 __all__ = ["extract"]
@@ -30,9 +34,38 @@ __all__ = ["extract"]
 logger = logging.getLogger("vlad.cli")
 
 
-@click.command(short_help="Extract local descriptors of images into an .npz.")
+def _check_output(ctx, param, value: Path) -> Path:
+    """An `.npz` file, or a folder: a name without a suffix."""
+    if value.suffix and value.suffix.lower() != ".npz":
+        raise click.BadParameter(
+            f"must end in .npz, or have no suffix for a folder; got {str(value)!r}"
+        )
+    return value
+
+
+@click.command(short_help="Extract local descriptors of images (.npz or folder).")
 @input_argument
-@output_option(".npz", "Descriptor sets file to write (.npz).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    callback=_check_output,
+    help="Descriptors to write: NAME.npz, or a folder of shards NAME (no suffix).",
+)
+@click.option(
+    "--shard-images",
+    type=click.IntRange(min=1),
+    default=DESCRIPTOR_SHARD_IMAGES,
+    show_default=True,
+    help="Images each shard of a folder covers.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Finish an interrupted run into a folder: keep the shards it wrote "
+    "with the same options and images; make the others.",
+)
 @descriptor_options(from_codebook=False)
 @jobs_option
 @overwrite_option
@@ -40,6 +73,8 @@ logger = logging.getLogger("vlad.cli")
 def extract(
     inputs: tuple[Path, ...],
     output: Path,
+    shard_images: int,
+    resume: bool,
     descriptor_options: dict,
     extractor: str | None,
     n_jobs: int | None,
@@ -54,14 +89,39 @@ def extract(
     INPUT... are image folders, walked recursively in sorted order (.jpg,
     .jpeg, .png, .bmp, .tif, .tiff and .webp files, in any case), and image
     files. Unreadable files are skipped with a warning, and so are images the
-    --extractor callable raises on. The file records each
+    --extractor callable raises on. The output records each
     image's name (relative to INPUT) and the descriptor options, and can be
     given to "vlad fit" and "vlad encode" in place of the images.
+
+    \b
+    An output ending in .npz is one file, for collections that fit in memory.
+    An output without a suffix is a folder of shards, written as images are
+    described, in memory that does not grow with the number of images:
+      NAME/part-00000-KEY.npy            descriptors of one shard's images
+      NAME/part-00000-KEY.keypoints.npy  their keypoint positions
+      NAME/part-00000-KEY.json           their names and numbers of descriptors
+      NAME/manifest.json                 written last: the shards, the options
+    An interrupted run into a folder continues with --resume.
 
     \b
     Example:
         vlad extract data -o descriptors.npz
     """
+    if output.suffix.lower() != ".npz":
+        _extract_to_folder(
+            inputs,
+            output,
+            descriptor_options,
+            shard_images=shard_images,
+            resume=resume,
+            extractor=extractor,
+            n_jobs=n_jobs,
+            overwrite=overwrite,
+            verbosity=verbosity,
+        )
+        return
+    if resume:
+        raise click.UsageError("--resume needs a folder output (a name without .npz)")
     check_outputs([output], overwrite)
     with library_errors(), progress_bar(verbosity, "Extracting") as progress:
         sets, report = extract_images(
@@ -81,3 +141,45 @@ def extract(
         output,
     )
     report_skipped(report)
+
+
+def _extract_to_folder(
+    inputs, output, descriptor_options, *, verbosity, overwrite, resume, **settings
+) -> None:
+    """``vlad extract`` into a folder of shards."""
+    if not output.parent.is_dir():
+        raise click.ClickException(
+            f"the folder of {printable(str(output))} does not exist"
+        )
+    if output.exists() and not (overwrite or resume):
+        raise click.ClickException(
+            f"{printable(str(output))} already exists; pass --overwrite to replace "
+            "it or --resume to finish it"
+        )
+    with library_errors(), progress_bar(verbosity, "Extracting") as progress:
+        shards = extract_images_to_folder(
+            inputs,
+            output,
+            descriptor_options,
+            progress=progress,
+            overwrite=overwrite,
+            resume=resume,
+            **settings,
+        )
+    record = shards.record
+    logger.info(
+        "wrote %s of %s (%s) to %s, in %s",
+        count(record["n_descriptors"], "descriptor"),
+        count(len(shards), "image"),
+        SiftOptions.from_record(shards.metadata).kind,
+        output,
+        count(shards.n_shards, "shard"),
+    )
+    report_skipped(
+        BatchReport(
+            record["n_found"],
+            shards.names,
+            {entry["name"]: entry["reason"] for entry in record["skipped"]},
+            record["empty"],
+        )
+    )

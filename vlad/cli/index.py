@@ -9,10 +9,12 @@ import click
 
 from vlad.cli.options import overwrite_option, verbosity_options
 from vlad.cli.reporting import count, library_errors
+from vlad.formats.shards import open_shards
 from vlad.formats.vectors import load_vectors
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import build_index
 from vlad.search.queries import source_record
+from vlad.search.streamed_index import index_shards
 
 __all__ = ["index"]
 
@@ -84,7 +86,10 @@ def index(
     it, or a folder of shards) for "vlad search".
 
     Images without descriptors (all-zero vectors) are kept by name but never
-    returned as matches. The folder is written whole or not at all.
+    returned as matches. The folder is written whole or not at all. A folder
+    of shards is read a shard at a time (a faiss index is trained on a
+    uniform sample of 50,000 vectors, then filled), unless --pca, --whiten or
+    --augment, which need every vector at once, are given.
 
     \b
     Example:
@@ -96,19 +101,30 @@ def index(
             f"{output} already exists; pass --overwrite to replace it"
         )
     with library_errors():
-        matrix, names, record = load_vectors(vectors)
-        augmentation = QueryExpansion(augment, augment_alpha) if augment else None
-        built = build_index(
-            matrix,
-            names,
-            pca=pca,
-            whiten=whiten,
-            factory=factory,
-            parameters=parameters,
-            augmentation=augmentation,
-            source=source_record(record),
-        )
-        built.save(output, overwrite=overwrite)
+        if vectors.is_dir() and pca is None and whiten is None and not augment:
+            # A folder of shards is indexed a shard at a time.
+            built = index_shards(
+                vectors,
+                output,
+                factory=factory,
+                parameters=parameters,
+                source=source_record(open_shards(vectors).record),
+                overwrite=overwrite,
+            )
+        else:
+            matrix, names, record = load_vectors(vectors)
+            augmentation = QueryExpansion(augment, augment_alpha) if augment else None
+            built = build_index(
+                matrix,
+                names,
+                pca=pca,
+                whiten=whiten,
+                factory=factory,
+                parameters=parameters,
+                augmentation=augmentation,
+                source=source_record(record),
+            )
+            built.save(output, overwrite=overwrite)
     search = "exact search" if built.factory is None else f"faiss {built.factory!r}"
     logger.info(
         "wrote an index of %s (%d dimensions, %s, %d bytes per image) to %s",

@@ -236,6 +236,13 @@ def descriptor_options(
             help="Skip (and report) images of more pixels, read from their "
             "header before decoding; 0 for no limit.",
         ),
+        click.option(
+            "--reduce-jpeg/--no-reduce-jpeg",
+            default=None,
+            show_default=shown_default("reduce_jpeg"),
+            help="Decode JPEGs at 1/2, 1/4 or 1/8 size when the longest side "
+            "stays at least --max-side (faster, less memory; close descriptors).",
+        ),
     ]
 
     def decorator(command: Callable) -> Callable:
@@ -249,6 +256,7 @@ def descriptor_options(
             max_keypoints,
             min_keypoints,
             max_pixels,
+            reduce_jpeg,
             **kwargs,
         ):
             given = {
@@ -259,6 +267,7 @@ def descriptor_options(
                 "max_keypoints": max_keypoints,
                 "min_keypoints": min_keypoints,
                 "max_pixels": max_pixels,
+                "reduce_jpeg": reduce_jpeg,
             }
             chosen = {name: value for name, value in given.items() if value is not None}
             return command(*args, descriptor_options=chosen, **kwargs)

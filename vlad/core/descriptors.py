@@ -292,6 +292,29 @@ class DescriptorSets:
         start, stop = self._rows_of(index)
         return self.keypoints[start:stop]
 
+    def between(self, start: int, stop: int) -> DescriptorSets:
+        """Images ``start`` to ``stop`` (excluded), their arrays views of these.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import vlad
+        >>> sets = vlad.DescriptorSets.from_list([np.ones((2, 3)), np.zeros((1, 3))])
+        >>> part = sets.between(1, 2)
+        >>> part.names, part.offsets.tolist(), part[0].shape
+        (['1'], [0, 1], (1, 3))
+        """
+        start, stop, _ = slice(start, stop).indices(len(self))
+        stop = max(start, stop)
+        first, last = int(self.offsets[start]), int(self.offsets[stop])
+        return DescriptorSets(
+            self.descriptors[first:last],
+            self.offsets[start : stop + 1] - first,
+            self.names[start:stop],
+            self.metadata,
+            keypoints=None if self.keypoints is None else self.keypoints[first:last],
+        )
+
     def _rows_of(self, index: int) -> tuple[int, int]:
         """The rows ``(start, stop)`` of image ``index`` (negative counts from
         the end)."""

@@ -110,7 +110,7 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
         ----------
         X : sequence of path-like or array-like
             Image files, or image arrays of shape (height, width) or
-            (height, width, channels) (see :func:`vlad.images.files.as_rgb_image`).
+            (height, width, channels) (see :func:`vlad.images.pixels.as_rgb_image`).
 
         Returns
         -------

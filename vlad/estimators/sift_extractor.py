@@ -136,7 +136,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         ----------
         X : sequence of path-like or array-like
             Image files, or image arrays of shape (height, width) or
-            (height, width, channels) (see :func:`vlad.images.files.as_grey_image`).
+            (height, width, channels) (see :func:`vlad.images.pixels.as_grey_image`).
 
         Returns
         -------

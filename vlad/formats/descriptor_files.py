@@ -10,6 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.formats.descriptor_shards import (
+    ShardedDescriptorSets,
+    is_descriptor_folder,
+    open_descriptor_shards,
+)
 from vlad.formats.files import read_numpy_file
 from vlad.formats.vectors import RECORD_SUFFIX
 
@@ -22,7 +27,8 @@ DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz")
 def descriptor_file_in(
     inputs: str | os.PathLike | Sequence[str | os.PathLike],
 ) -> Path | None:
-    """The descriptors file that ``inputs`` names, or None if they name images.
+    """The descriptors file (or folder of descriptor shards) that ``inputs``
+    names, or None if they name images.
 
     Examples
     --------
@@ -34,26 +40,35 @@ def descriptor_file_in(
     if len(paths) != 1:
         return None
     path = Path(paths[0])
-    if path.suffix.lower() in DESCRIPTOR_FILE_SUFFIXES and not path.is_dir():
+    if path.is_dir():
+        return path if is_descriptor_folder(path) else None
+    if path.suffix.lower() in DESCRIPTOR_FILE_SUFFIXES:
         return path
     return None
 
 
-def read_descriptor_file(path: str | os.PathLike) -> DescriptorSets:
-    """Descriptor sets from a file.
+def read_descriptor_file(
+    path: str | os.PathLike, *, lazy: bool = False
+) -> DescriptorSets | ShardedDescriptorSets:
+    """Descriptor sets from a file or a folder of descriptor shards.
 
     Parameters
     ----------
     path : path-like
         An ``.npz`` written by :meth:`vlad.DescriptorSets.save` (or ``vlad
-        extract``), or an ``.npy`` of shape (L, F) (one image) or (T, L, F)
-        (T images of L descriptors each).
+        extract``), an ``.npy`` of shape (L, F) (one image) or (T, L, F)
+        (T images of L descriptors each), or a folder of shards written by
+        ``vlad extract -o FOLDER`` (see :mod:`vlad.formats.descriptor_shards`).
+    lazy : bool, default=False
+        Open a folder of shards without reading it
+        (:class:`~vlad.formats.descriptor_shards.ShardedDescriptorSets`, read
+        a shard at a time) instead of reading it whole.
 
     Returns
     -------
-    DescriptorSets
-        With the keypoint positions an ``.npz`` holds (``vlad extract`` keeps
-        them); an ``.npy`` holds none.
+    DescriptorSets or ShardedDescriptorSets
+        With the keypoint positions an ``.npz`` or folder holds (``vlad
+        extract`` keeps them); an ``.npy`` holds none.
 
     Raises
     ------
@@ -65,6 +80,9 @@ def read_descriptor_file(path: str | os.PathLike) -> DescriptorSets:
         line).
     """
     path = Path(path)
+    if path.is_dir():
+        shards = open_descriptor_shards(path)
+        return shards if lazy else shards.to_sets()
     if path.suffix.lower() == ".npz":
         return DescriptorSets.load(path)
     _refuse_vectors_file(path)

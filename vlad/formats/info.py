@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import numpy as np
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
 from vlad.core.validation import all_finite, as_offsets
+from vlad.formats.descriptor_shards import open_descriptor_shards
 from vlad.formats.files import (
     check_format_version,
     npz_member_header,
@@ -17,7 +19,7 @@ from vlad.formats.files import (
     read_numpy_file,
     read_record_archive,
 )
-from vlad.formats.shards import is_shard_folder, open_shards
+from vlad.formats.shards import MANIFEST_NAME, is_shard_folder, open_shards
 from vlad.formats.vectors import load_vectors, vector_file_paths
 
 __all__ = ["describe_file"]
@@ -102,7 +104,10 @@ def describe_file(path: str | os.PathLike) -> dict:
 
 
 def _describe_folder(path: Path) -> dict:
-    """A folder of vector shards, read a shard at a time."""
+    """A folder of vector shards, read a shard at a time, or of descriptor
+    shards, from its manifest and the shards' records."""
+    if (path / MANIFEST_NAME).is_file() and _is_descriptor_manifest(path):
+        return _describe_descriptor_folder(path)
     shards = open_shards(path)
     summary = {
         "file": str(path),
@@ -190,6 +195,40 @@ def _describe_descriptor_sets(path: Path) -> dict:
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
         "descriptor": record.get("descriptor", {}),
+    }
+
+
+def _is_descriptor_manifest(path: Path) -> bool:
+    """Whether the folder's manifest says it holds descriptor sets."""
+    try:
+        return json.loads((path / MANIFEST_NAME).read_bytes()).get("format") == (
+            "descriptor sets"
+        )
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return False
+
+
+def _describe_descriptor_folder(path: Path) -> dict:
+    """A folder of descriptor shards, as :func:`_describe_descriptor_sets`."""
+    shards = open_descriptor_shards(path)
+    lengths = shards.lengths
+    keypoints = {"keypoints": list(KEYPOINT_FIELDS)} if shards.has_keypoints else {}
+    return {
+        "file": str(path),
+        "kind": "descriptor sets",
+        "n_images": len(shards),
+        "n_descriptors": shards.n_descriptors,
+        "n_features": shards.n_features,
+        "dtype": "float32",
+        **keypoints,
+        "descriptors_per_image": {
+            "min": int(lengths.min()) if lengths.size else 0,
+            "median": float(np.median(lengths)) if lengths.size else 0.0,
+            "max": int(lengths.max(initial=0)),
+        },
+        "n_empty": int(np.count_nonzero(lengths == 0)),
+        "n_shards": shards.n_shards,
+        "descriptor": shards.metadata,
     }
 
 

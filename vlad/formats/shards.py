@@ -25,9 +25,11 @@ JSON strings (see :mod:`vlad.formats.names`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -39,14 +41,31 @@ __all__ = [
     "MANIFEST_NAME",
     "ShardWriter",
     "ShardedVectors",
+    "has_shards",
     "is_shard_folder",
     "open_shards",
+    "read_json_object",
+    "shard_key",
     "shard_names",
     "write_shard",
 ]
 
 MANIFEST_NAME = "manifest.json"
-_SHARD_FILE = re.compile(r"part-\d{5}-[0-9a-f]{16}\.(npy|json)")
+# A shard's main array and record, and its extra arrays (``.keypoints.npy``).
+_SHARD_FILE = re.compile(r"part-\d{5}-[0-9a-f]{16}(\.[a-z]+)?\.(npy|json)")
+
+
+def shard_key(run: dict, items: list) -> str:
+    """A hash of what makes a shard: the run's settings and its items (JSON).
+
+    Examples
+    --------
+    >>> key = shard_key({"shard_images": 2}, [["a.jpg", 10, 0]])
+    >>> len(key), key == shard_key({"shard_images": 2}, [["a.jpg", 10, 1]])
+    (64, False)
+    """
+    text = json.dumps({"run": run, "images": items}, sort_keys=True)
+    return hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()
 
 
 def shard_names(index: int, key: str) -> tuple[str, str]:
@@ -67,6 +86,17 @@ def shard_names(index: int, key: str) -> tuple[str, str]:
 def is_shard_folder(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a folder (a folder of shards, complete or not)."""
     return Path(path).is_dir()
+
+
+def has_shards(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder that holds a manifest or shards (of a
+    complete run or not)."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    if (path / MANIFEST_NAME).is_file():
+        return True
+    return any(_SHARD_FILE.fullmatch(entry.name) for entry in os.scandir(path))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +173,7 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
             "(the run writing it was interrupted or is still running; resume it "
             "with --resume)"
         )
-    manifest = _read_json(manifest_path)
+    manifest = read_json_object(manifest_path)
     try:
         n_dimensions = int(manifest["shape"][1])
         entries = [(entry["key"], int(entry["n_rows"])) for entry in manifest["shards"]]
@@ -154,7 +184,7 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
     blocks, names = [], []
     for index, (key, n_rows) in enumerate(entries):
         vectors_name, record_name = shard_names(index, str(key))
-        record = _read_json(folder / record_name)
+        record = read_json_object(folder / record_name)
         if record.get("key") != key:
             raise ValueError(
                 f"{folder / record_name} belongs to another run than {manifest_path} "
@@ -190,6 +220,8 @@ class ShardWriter:
         (so it is never read again), then its shards.
     resume : bool, default=False
         Keep the shards of an interrupted run (:meth:`finished` says which).
+    kind : str, default="vector"
+        What the shards hold, for messages (``"descriptor"``).
 
     Raises
     ------
@@ -206,6 +238,7 @@ class ShardWriter:
         *,
         overwrite: bool = False,
         resume: bool = False,
+        kind: str = "vector",
     ):
         self.folder = Path(folder)
         if not (overwrite or resume):
@@ -225,7 +258,7 @@ class ShardWriter:
         )
         if others:
             raise ValueError(
-                f"{self.folder} is not a folder of vector shards: it holds "
+                f"{self.folder} is not a folder of {kind} shards: it holds "
                 f"{others[0]!r}; give a new folder"
             )
         if overwrite and not resume:
@@ -233,29 +266,55 @@ class ShardWriter:
             for entry in sorted(os.listdir(self.folder)):
                 (self.folder / entry).unlink(missing_ok=True)
 
-    def finished(self, index: int, key: str, n_dimensions: int) -> dict | None:
+    def finished(
+        self,
+        index: int,
+        key: str,
+        n_dimensions: int,
+        *,
+        n_rows: Callable[[dict], int] | None = None,
+        extras: Mapping[str, int] | None = None,
+    ) -> dict | None:
         """The record of shard ``index`` if it is complete and was made with
-        ``key``; None if it must be (re)written."""
+        ``key``; None if it must be (re)written.
+
+        ``n_rows(record)`` is the number of rows the record says its arrays
+        have (default: one per name); ``extras`` maps the name of each extra
+        array (see :meth:`write`) to its number of columns.
+        """
         vectors_name, record_name = shard_names(index, key)
         try:
             record = json.loads((self.folder / record_name).read_bytes())
-            vectors = read_numpy_file(self.folder / vectors_name, "shard", mmap=True)
-        except (OSError, ValueError, RecursionError):
+            if not isinstance(record, dict) or not isinstance(
+                record.get("names"), list
+            ):
+                return None
+            rows = len(record["names"]) if n_rows is None else n_rows(record)
+            shapes = {vectors_name: (rows, n_dimensions)}
+            for name, n_columns in (extras or {}).items():
+                shapes[_extra_name(vectors_name, name)] = (rows, n_columns)
+            for name, shape in shapes.items():
+                array = read_numpy_file(self.folder / name, "shard", mmap=True)
+                if (
+                    not isinstance(array, np.ndarray)
+                    or array.dtype != np.float32
+                    or array.shape != shape
+                ):
+                    return None
+        except (OSError, ValueError, TypeError, KeyError, RecursionError):
             return None
-        if (
-            not isinstance(record, dict)
-            or record.get("key") != key
-            or not isinstance(record.get("names"), list)
-            or not isinstance(vectors, np.ndarray)
-            or vectors.dtype != np.float32
-            or vectors.shape != (len(record["names"]), n_dimensions)
-        ):
-            return None
-        return record
+        return record if record.get("key") == key else None
 
-    def write(self, index: int, vectors: np.ndarray, record: dict) -> None:
+    def write(
+        self,
+        index: int,
+        vectors: np.ndarray,
+        record: dict,
+        *,
+        extras: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
         """:func:`write_shard` into this folder."""
-        write_shard(self.folder, index, vectors, record)
+        write_shard(self.folder, index, vectors, record, extras=extras)
 
     def commit(self, manifest: dict) -> None:
         """Write the manifest, last: the folder is complete.
@@ -264,41 +323,61 @@ class ShardWriter:
         larger shards, resumed with smaller ones) are removed first.
         """
         kept = {
-            name
+            shard_names(index, entry["key"])[0][: -len(".npy")]
             for index, entry in enumerate(manifest["shards"])
-            for name in shard_names(index, entry["key"])
         }
         for name in sorted(os.listdir(self.folder)):
-            if _SHARD_FILE.fullmatch(name) and name not in kept:
+            if _SHARD_FILE.fullmatch(name) and name.split(".")[0] not in kept:
                 (self.folder / name).unlink(missing_ok=True)
         with atomic_write(self.folder / MANIFEST_NAME, overwrite=True) as handle:
             handle.write((json.dumps(manifest, indent=2) + "\n").encode())
 
 
 def write_shard(
-    folder: str | os.PathLike, index: int, vectors: np.ndarray, record: dict
+    folder: str | os.PathLike,
+    index: int,
+    vectors: np.ndarray,
+    record: dict,
+    *,
+    extras: Mapping[str, np.ndarray] | None = None,
 ) -> None:
-    """Write shard ``index`` of ``folder`` atomically: its vectors, then its
-    record (``record["names"]`` names the rows; ``record["key"]`` what made
-    them). Writing the same shard again, from any process, rewrites the same
-    two files."""
+    """Write shard ``index`` of ``folder`` atomically: its vectors (and
+    ``extras``, each to ``part-INDEX-KEY.NAME.npy``), then its record
+    (``record["names"]`` names the images; ``record["key"]`` what made them).
+    Arrays are written as float32. Writing the same shard again, from any
+    process, rewrites the same files."""
     folder = Path(folder)
     vectors_name, record_name = shard_names(index, record["key"])
+    arrays = {vectors_name: vectors} | {
+        _extra_name(vectors_name, name): array for name, array in (extras or {}).items()
+    }
+    paths = [folder / name for name in arrays] + [folder / record_name]
     record_text = json.dumps(record).encode()
-    with atomic_writes(folder / vectors_name, folder / record_name, overwrite=True) as (
-        vectors_file,
-        record_file,
-    ):
-        np.save(vectors_file, np.ascontiguousarray(vectors, dtype=np.float32))
-        record_file.write(record_text)
+    with atomic_writes(*paths, overwrite=True) as files:
+        for file, array in zip(files, arrays.values(), strict=False):
+            np.save(file, np.ascontiguousarray(array, dtype=np.float32))
+        files[-1].write(record_text)
 
 
-def _read_json(path: Path) -> dict:
-    """A JSON object from ``path``."""
+def _extra_name(vectors_name: str, name: str) -> str:
+    """The file of the extra array ``name`` of the shard whose vectors are in
+    ``vectors_name``."""
+    return f"{vectors_name[: -len('.npy')]}.{name}.npy"
+
+
+def read_json_object(path: str | os.PathLike, kind: str = "vectors") -> dict:
+    """A JSON object from ``path``, a file of a folder of ``kind``.
+
+    Raises
+    ------
+    ValueError
+        The file is missing, is not JSON or holds no object (one line).
+    """
+    path = Path(path)
     try:
         record = json.loads(path.read_bytes())
     except FileNotFoundError:
-        raise ValueError(f"{path} is missing from its folder of vectors") from None
+        raise ValueError(f"{path} is missing from its folder of {kind}") from None
     except (ValueError, RecursionError) as error:
         raise ValueError(f"{path} is not readable JSON ({error})") from None
     if not isinstance(record, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,6 +20,7 @@ import numpy as np
 
 from vlad._version import __version__
 from vlad.core.aggregators import require_aggregator
+from vlad.core.chunked_encoding import encode_in_chunks
 from vlad.core.codebook import Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
@@ -232,8 +234,9 @@ def read_descriptor_sets(
     extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    lazy: bool = False,
 ) -> tuple[DescriptorSets, BatchReport]:
-    """Descriptor sets of images, or read from a descriptors file.
+    """Descriptor sets of images, or read from a descriptors file or folder.
 
     Parameters
     ----------
@@ -274,7 +277,7 @@ def read_descriptor_sets(
             f"descriptor options ({', '.join(sorted(descriptor_options))}) apply to "
             f"images, not to the descriptors already in {descriptor_file}"
         )
-    sets = read_descriptor_file(descriptor_file)
+    sets = read_descriptor_file(descriptor_file, lazy=lazy)
     empty = [
         name
         for name, length in zip(sets.names, sets.lengths, strict=True)
@@ -339,7 +342,7 @@ def fit_codebook_to_images(
         return fit_codebook(sets, n_clusters, sample=None, **kmeans), report
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(
-            inputs, descriptor_options, extractor=extractor
+            inputs, descriptor_options, extractor=extractor, lazy=True
         )
         blocks: Iterable[np.ndarray] = (sets[i] for i in range(len(sets)))
         metadata = sets.metadata
@@ -444,10 +447,12 @@ def encode_images(
     input_list = [str(path) for path in path_list(inputs)]
     if descriptor_file_in(inputs) is not None:
         sets, report = read_descriptor_sets(
-            inputs, descriptor_options, extractor=extractor
+            inputs, descriptor_options, extractor=extractor, lazy=True
         )
         check_same_kind(sets.metadata, codebook)
-        vectors = encode(sets, codebook, options, n_jobs=n_jobs)
+        vectors = encode_in_chunks(
+            sets, codebook, options, chunk_images=ENCODE_CHUNK_IMAGES, n_jobs=n_jobs
+        )
         return EncodedImages(
             vectors, report, codebook, input_list, sets.metadata, options
         )
@@ -568,11 +573,6 @@ def extract_in_order(
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:
     """Consecutive lists of ``size`` items (the last may be shorter)."""
-    chunk = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
         yield chunk

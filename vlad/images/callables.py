@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vlad.images.files import MAX_PIXELS, ImageReadError, as_rgb_image, read_image
+from vlad.images.files import MAX_PIXELS, ImageReadError, read_image
+from vlad.images.pixels import as_rgb_image
 
 __all__ = [
     "EXTRACTOR_PREFIX",

@@ -226,7 +226,7 @@ def make_shard(
         The folder of shards (absolute).
     index : int
     key : str
-        The shard's key (see :func:`vlad.images.shard_runs.run_key`).
+        The shard's key (see :func:`vlad.formats.shards.shard_key`).
     images : list of ImageFile
         The shard's images, with absolute paths.
     codebook : Codebook or (path, fingerprint)

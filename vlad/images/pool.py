@@ -18,7 +18,8 @@ import numpy as np
 
 from vlad.core.parallel import one_opencv_thread, resolve_n_jobs
 from vlad.images.callables import CallableExtractor
-from vlad.images.files import as_grey_image, read_image
+from vlad.images.files import read_image_reduced
+from vlad.images.pixels import as_grey_image
 from vlad.images.sift import (
     SiftOptions,
     extract_keypoints_with_options,
@@ -49,7 +50,7 @@ def describe_image(image, options: SiftOptions | CallableExtractor) -> np.ndarra
     if isinstance(options, CallableExtractor):
         return options.describe(image)
     if isinstance(image, (str, os.PathLike)):
-        image = read_image(image, max_pixels=options.max_pixels)
+        image, _ = _read(image, options)
         return extract_with_options(image, options)
     return extract_with_options(as_grey_image(image), options)
 
@@ -75,9 +76,23 @@ def describe_image_with_keypoints(
     if isinstance(options, CallableExtractor):
         return None, options.describe(image)
     if isinstance(image, (str, os.PathLike)):
-        image = read_image(image, max_pixels=options.max_pixels)
-        return extract_keypoints_with_options(image, options)
+        image, full_shape = _read(image, options)
+        positions, descriptors = extract_keypoints_with_options(image, options)
+        if full_shape != image.shape:
+            # Decoded reduced: positions in the whole image's pixels, scaled
+            # about pixel edges as resizing does.
+            scales = np.divide(full_shape[::-1], image.shape[::-1], dtype=np.float32)
+            positions[:, :2] = (positions[:, :2] + 0.5) * scales - 0.5
+            positions[:, 2] *= scales.mean()
+        return positions, descriptors
     return extract_keypoints_with_options(as_grey_image(image), options)
+
+
+def _read(path: str | os.PathLike, options: SiftOptions):
+    """An image file, a JPEG decoded reduced when ``options.reduce_jpeg``
+    lets it, and the shape of the whole image."""
+    min_side = options.max_side if options.reduce_jpeg else 0
+    return read_image_reduced(path, max_pixels=options.max_pixels, min_side=min_side)
 
 
 def map_in_order(

@@ -11,9 +11,7 @@ shards' bytes do not depend on where they were made.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import json
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,7 +23,7 @@ from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
-from vlad.formats.shards import ShardedVectors, ShardWriter, open_shards
+from vlad.formats.shards import ShardedVectors, ShardWriter, open_shards, shard_key
 from vlad.images.batch import (
     ENCODE_CHUNK_IMAGES,
     BatchReport,
@@ -41,7 +39,7 @@ __all__ = [
     "commit_folder_run",
     "encode_shard",
     "plan_folder_run",
-    "run_key",
+    "image_identities",
     "run_settings",
     "shard_record",
 ]
@@ -139,7 +137,7 @@ def plan_folder_run(
         images[start : start + shard_images]
         for start in range(0, len(images), shard_images)
     ]
-    keys = [run_key(settings, _identities(group)) for group in groups]
+    keys = [shard_key(settings, image_identities(group)) for group in groups]
     shards = [writer.finished(i, key, n_dimensions) for i, key in enumerate(keys)]
     run = FolderRun(
         writer,
@@ -258,7 +256,7 @@ def run_settings(record: dict, shard_images: int) -> dict:
     }
 
 
-def _identities(images: list[ImageFile]) -> list:
+def image_identities(images: list[ImageFile]) -> list:
     """Each image's name, size and modification time (None if gone)."""
     identities = []
     for image in images:
@@ -268,9 +266,3 @@ def _identities(images: list[ImageFile]) -> list:
         except OSError:
             identities.append([image.name, None, None])
     return identities
-
-
-def run_key(settings: dict, images: list) -> str:
-    """A hash of what makes a shard: the run's settings and its images."""
-    text = json.dumps({"run": settings, "images": images}, sort_keys=True)
-    return hashlib.sha256(text.encode(errors="surrogateescape")).hexdigest()

@@ -16,20 +16,33 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vlad._version import __version__
 from vlad.core.aggregators import require_aggregator
+from vlad.core.chunked_encoding import encode_in_chunks
 from vlad.core.codebook import Codebook
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.formats.descriptor_files import descriptor_file_in
-from vlad.formats.shards import ShardedVectors, ShardWriter, open_shards
-from vlad.images.batch import ENCODE_CHUNK_IMAGES, encode_images, extract_in_order
+from vlad.formats.shards import (
+    MANIFEST_NAME,
+    ShardedVectors,
+    ShardWriter,
+    open_shards,
+    shard_key,
+)
+from vlad.images.batch import (
+    ENCODE_CHUNK_IMAGES,
+    check_same_kind,
+    extract_in_order,
+    path_list,
+    read_descriptor_sets,
+)
 from vlad.images.dask_encoding import encode_shards_on_cluster
 from vlad.images.pool import Progress
 from vlad.images.shard_runs import (
     commit_folder_run,
     encode_shard,
     plan_folder_run,
-    run_key,
     run_settings,
     shard_record,
 )
@@ -126,27 +139,18 @@ def encode_images_to_folder(
                 "client: a Dask cluster encodes images; a descriptors file is "
                 "read whole, so encode it without a client"
             )
-        # Descriptors files are read whole anyway: encoded whole, then sharded.
-        result = encode_images(
+        return _encode_descriptors_to_folder(
             inputs,
             codebook,
+            folder,
             options,
             descriptor_options=descriptor_options,
             extractor=extractor,
+            n_jobs=n_jobs,
+            shard_images=shard_images,
+            overwrite=overwrite,
+            resume=resume,
         )
-        shared = run_settings(result.record(), shard_images)
-        writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
-        entries = []
-        for index, start in enumerate(range(0, len(result.names), shard_images)):
-            names = result.names[start : start + shard_images]
-            key = run_key(shared, names)
-            rows = result.vectors[start : start + shard_images]
-            empty = [name for name in names if name in set(result.report.empty)]
-            record = {"key": key, "names": names, "skipped": [], "empty": empty}
-            writer.write(index, rows, record)
-            entries.append({"n_rows": len(names), "key": key})
-        writer.commit({**result.record(), "layout": "shards", "shards": entries})
-        return open_shards(folder)
     run = plan_folder_run(
         inputs,
         codebook,
@@ -179,3 +183,85 @@ def encode_images_to_folder(
         run.shards[index] = shard_record(run.keys[index], report)
         run.writer.write(index, vectors, run.shards[index])
     return commit_folder_run(run, inputs)
+
+
+def _encode_descriptors_to_folder(
+    inputs: PathOrPaths,
+    codebook: Codebook,
+    folder: str | os.PathLike,
+    options: EncodingOptions,
+    *,
+    descriptor_options: Mapping | None,
+    extractor: Callable | str | None,
+    n_jobs: int | None,
+    shard_images: int,
+    overwrite: bool,
+    resume: bool,
+) -> ShardedVectors:
+    """:func:`encode_images_to_folder` of a descriptors file or folder, read
+    and encoded a shard at a time."""
+    sets, report = read_descriptor_sets(
+        inputs, descriptor_options, extractor=extractor, lazy=True
+    )
+    check_same_kind(sets.metadata, codebook)
+    n_dimensions = codebook.n_clusters * codebook.n_features
+    source = descriptor_file_in(inputs)
+    if source.is_dir():
+        source = source / MANIFEST_NAME
+    status = source.stat()
+    run = {
+        **run_settings(
+            {
+                "codebook": {"fingerprint": codebook.fingerprint},
+                "descriptor": sets.metadata,
+                "encoding": options.record(),
+            },
+            shard_images,
+        ),
+        "descriptors": [str(source), status.st_size, status.st_mtime_ns],
+    }
+    writer = ShardWriter(folder, overwrite=overwrite, resume=resume)
+    entries = []
+    empty = set(report.empty)
+    for index, start in enumerate(range(0, len(sets), shard_images)):
+        stop = min(len(sets), start + shard_images)
+        names = report.names[start:stop]
+        key = shard_key(run, names)
+        if writer.finished(index, key, n_dimensions) is None:
+            vectors = encode_in_chunks(
+                sets,
+                codebook,
+                options,
+                chunk_images=ENCODE_CHUNK_IMAGES,
+                n_jobs=n_jobs,
+                start=start,
+                stop=stop,
+            )
+            record = {
+                "key": key,
+                "names": names,
+                "skipped": [],
+                "empty": [name for name in names if name in empty],
+            }
+            writer.write(index, vectors, record)
+        entries.append({"n_rows": len(names), "key": key})
+    writer.commit(
+        {
+            "format": "vlad vectors",
+            "format_version": 1,
+            "vlad_version": __version__,
+            "shape": [len(sets), n_dimensions],
+            "inputs": [str(path) for path in path_list(inputs)],
+            "codebook": {
+                "fingerprint": codebook.fingerprint,
+                "n_clusters": codebook.n_clusters,
+                "n_features": codebook.n_features,
+            },
+            "descriptor": sets.metadata,
+            "encoding": options.record(),
+            **report.record(),
+            "layout": "shards",
+            "shards": entries,
+        }
+    )
+    return open_shards(folder)

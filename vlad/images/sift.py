@@ -9,7 +9,8 @@ import math
 import numpy as np
 
 from vlad.images.detectors import DETECTORS, detector, unpack_bits
-from vlad.images.files import MAX_PIXELS, as_grey_image
+from vlad.images.files import MAX_PIXELS
+from vlad.images.pixels import as_grey_image
 
 __all__ = [
     "DENSE_MIN_STEP",
@@ -79,6 +80,13 @@ class SiftOptions:
         The detector and descriptor: SIFT (128 values), or AKAZE (486 bits)
         or ORB (256 bits), whose bits are unpacked to 0.0 / 1.0 values (see
         :func:`vlad.images.detectors.unpack_bits`).
+    reduce_jpeg : bool, default=False
+        Decode a JPEG file at 1/2, 1/4 or 1/8 of its size, the largest
+        reduction that keeps its longest side at least ``max_side`` (see
+        :func:`vlad.images.files.read_image_reduced`): large photos are read
+        several times faster and in a fraction of the memory; descriptors
+        are close to, not the same as, those of the whole image shrunk.
+        Recorded only when True.
     """
 
     root_sift: bool | None = None
@@ -88,6 +96,7 @@ class SiftOptions:
     max_pixels: int = MAX_PIXELS
     min_keypoints: int = MIN_KEYPOINTS
     features: str = "sift"
+    reduce_jpeg: bool = False
 
     def __post_init__(self):
         # An unknown name, or features this OpenCV lacks, fail here, before
@@ -97,7 +106,7 @@ class SiftOptions:
             kind.create(kind.thresholds[0], 0)
         if self.root_sift is None:
             object.__setattr__(self, "root_sift", self.features == "sift")
-        for name in ("root_sift", "dense"):
+        for name in ("root_sift", "dense", "reduce_jpeg"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False; got {value!r}")
@@ -137,9 +146,13 @@ class SiftOptions:
         """JSON-serialisable description, for ``DescriptorSets.metadata``."""
         import cv2
 
+        fields = dataclasses.asdict(self)
+        if not self.reduce_jpeg:
+            # Records of descriptors of whole images stay as they were.
+            del fields["reduce_jpeg"]
         return {
             "extractor": EXTRACTORS[self.features],
-            **dataclasses.asdict(self),
+            **fields,
             "opencv_version": cv2.__version__,
         }
 
@@ -184,7 +197,7 @@ def extract_sift(
     Parameters
     ----------
     image : array-like of shape (height, width) or (height, width, channels)
-        Grey, RGB or RGBA; see :func:`vlad.images.files.as_grey_image`. A
+        Grey, RGB or RGBA; see :func:`vlad.images.pixels.as_grey_image`. A
         path is refused with a ``TypeError``: read it with
         :func:`vlad.read_image` first.
     root_sift, dense, max_side, max_keypoints, max_pixels, min_keypoints, features
@@ -225,7 +238,7 @@ def extract_sift(
 
 def extract_with_options(image: np.ndarray, options: SiftOptions) -> np.ndarray:
     """:func:`extract_sift` on a grey ``uint8`` image (as
-    :func:`vlad.images.files.as_grey_image` returns) with checked options."""
+    :func:`vlad.images.pixels.as_grey_image` returns) with checked options."""
     return extract_keypoints_with_options(image, options)[1]
 
 
@@ -241,7 +254,7 @@ def extract_keypoints_with_options(
     Parameters
     ----------
     image : ndarray of uint8 of shape (height, width)
-        As :func:`vlad.images.files.as_grey_image` returns.
+        As :func:`vlad.images.pixels.as_grey_image` returns.
     options : SiftOptions
 
     Returns
