@@ -120,6 +120,21 @@ VARIANTS = (
     ),
     EncodingVariant("K=128 + adapted", codebook={"n_clusters": 128}, adapt=True),
     EncodingVariant(
+        "K=128 + power 0.5", codebook={"n_clusters": 128}, encoding={"power": 0.5}
+    ),
+    EncodingVariant(
+        "K=256 + power 0.5", codebook={"n_clusters": 256}, encoding={"power": 0.5}
+    ),
+    EncodingVariant(
+        "K=256 + residual norm + power 0.2", codebook={"n_clusters": 256}, encoding=RN
+    ),
+    EncodingVariant(
+        "K=256 + power 0.5, whitened (PCA 64)",
+        codebook={"n_clusters": 256},
+        encoding={"power": 0.5},
+        index={"pca": 64, "whiten": 1.0},
+    ),
+    EncodingVariant(
         "K=128 + residual norm + power 0.2 + adapted",
         codebook={"n_clusters": 128},
         encoding=RN,
