@@ -509,7 +509,7 @@ def test_codebook_parameter_is_used_without_refitting(images, saved_codebook, ki
 def test_codebook_parameter_checks_n_clusters_and_features(images, saved_codebook):
     codebook, _ = saved_codebook
     with pytest.raises(
-        ValueError, match=r"n_clusters=64 but the codebook has 4 centres"
+        ValueError, match=r"n_clusters=256 but the codebook has 4 centres"
     ):
         VLADEncoder(codebook=codebook).fit(images)
     with pytest.raises(ValueError, match=rf"have {N_FEATURES}"):

@@ -22,6 +22,7 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
+from vlad.core.codebook import DEFAULT_N_CLUSTERS
 from vlad.images.batch import fit_codebook_to_images
 from vlad.images.vocabularies import (
     adapt_codebook_to_images,
@@ -39,7 +40,7 @@ logger = logging.getLogger("vlad.cli")
     "-k",
     "--n-clusters",
     type=click.IntRange(min=1),
-    default=64,
+    default=DEFAULT_N_CLUSTERS,
     show_default=True,
     help="Number of centres K (visual words); vectors have K * F dimensions "
     "(F = 128 for SIFT).",

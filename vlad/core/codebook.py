@@ -33,6 +33,7 @@ from vlad.formats.files import (
 )
 
 __all__ = [
+    "DEFAULT_N_CLUSTERS",
     "FULL_KMEANS_MAX_SAMPLES",
     "Codebook",
     "as_centers",
@@ -43,6 +44,9 @@ __all__ = [
 #: Version 2 files hold several vocabularies (``vocabulary_sizes``); a codebook
 #: of one vocabulary is still written as version 1.
 FORMAT_VERSION = 2
+#: Centres K a codebook has unless told otherwise: chosen on the retrieval
+#: benchmark (docs/encodings.md), where 256 beat 64 and 128 on every tier.
+DEFAULT_N_CLUSTERS = 256
 #: Above this many sampled descriptors ``algorithm="auto"`` uses mini-batch k-means.
 FULL_KMEANS_MAX_SAMPLES = 50_000
 
@@ -212,7 +216,7 @@ def as_centers(codebook: Codebook | ArrayLike) -> np.ndarray:
 
 def fit_codebook(
     descriptors: ArrayLike | DescriptorSets | Sequence[ArrayLike],
-    n_clusters: int = 64,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
     *,
     sample: int | None = 100_000,
     seed: int | None = 0,
@@ -230,7 +234,7 @@ def fit_codebook(
             DescriptorSets or list of arrays
         Training descriptors; sets are flattened (image boundaries do not
         matter to k-means).
-    n_clusters : int, default=64
+    n_clusters : int, default=DEFAULT_N_CLUSTERS
         Number of centres K.
     sample : int or None, default=100_000
         Fit on at most this many descriptors drawn uniformly without

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.codebook import Codebook, fit_codebook
+from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import check_positive_int
 
@@ -155,7 +155,7 @@ def split_vocabularies(codebook: Codebook) -> list[Codebook]:
 
 def fit_vocabularies(
     descriptors: ArrayLike | DescriptorSets | Sequence[ArrayLike],
-    n_clusters: int = 64,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
     n_vocabularies: int = 2,
     *,
     seed: int | None = 0,

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from vlad.core.aggregators import AGGREGATORS
-from vlad.core.codebook import Codebook, fit_codebook
+from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.encoding import encode
 from vlad.core.nearest import ASSIGNMENTS
@@ -40,7 +40,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     Parameters
     ----------
-    n_clusters : int, default=64
+    n_clusters : int, default=DEFAULT_N_CLUSTERS
         Number of codebook centres K. With ``codebook`` given it must equal
         the codebook's number of centres (:meth:`from_codebook` sets it).
     aggregator, power, intra, l2, mass, residual_norm, assignment, n_nearest, \
@@ -170,7 +170,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     def __init__(
         self,
-        n_clusters: int = 64,
+        n_clusters: int = DEFAULT_N_CLUSTERS,
         *,
         aggregator="auto",
         power: float = 1.0,

@@ -21,7 +21,7 @@ import numpy as np
 from vlad._version import __version__
 from vlad.core.aggregators import require_aggregator
 from vlad.core.chunked_encoding import encode_in_chunks
-from vlad.core.codebook import Codebook, fit_codebook
+from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
@@ -288,7 +288,7 @@ def read_descriptor_sets(
 
 def fit_codebook_to_images(
     inputs: PathOrPaths,
-    n_clusters: int = 64,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
     *,
     sample: int | None = 100_000,
     per_image: int | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 
 from vlad.core.adaptation import CodebookAdapter
-from vlad.core.codebook import Codebook, fit_codebook
+from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.sampling import DescriptorReservoir
 from vlad.core.validation import check_positive_int
@@ -124,7 +124,7 @@ def adapt_codebook_to_images(
 
 def fit_vocabularies_to_images(
     inputs: PathOrPaths,
-    n_clusters: int = 64,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
     n_vocabularies: int = 2,
     *,
     sample: int | None = 100_000,
