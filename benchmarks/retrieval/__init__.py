@@ -15,9 +15,20 @@ Modules:
   records;
 - :mod:`benchmarks.retrieval.run`: vlad's search variants on a built folder,
   evaluated;
-- :mod:`benchmarks.retrieval.page`: the Markdown page of a run's JSON.
+- :mod:`benchmarks.retrieval.page`: the Markdown page of a run's JSON;
+- :mod:`benchmarks.retrieval.encodings`: extraction, codebook and encoding
+  switches on a built folder, evaluated;
+- :mod:`benchmarks.retrieval.encodings_page`: the Markdown page of its JSON.
 
 Importing this package imports none of its modules.
 """
 
-__all__ = ["build", "page", "run", "sources", "transforms"]
+__all__ = [
+    "build",
+    "encodings",
+    "encodings_page",
+    "page",
+    "run",
+    "sources",
+    "transforms",
+]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ import numpy as np
 import vlad
 from benchmarks.report import machine_info
 from benchmarks.retrieval.run import K, dataset_counts
+from vlad.core.codebook import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.formats.files import atomic_write
 from vlad.search import build_index
@@ -70,18 +72,23 @@ class EncodingVariant:
         }
 
 
-#: Settings of vlad 0.3's defaults that later defaults changed.
+#: What vlad 0.3 did by default where the defaults have changed since.
 BEFORE = {"min_keypoints": 0}
+BEFORE_CODEBOOK = {"n_clusters": 64, "backend": "sklearn"}
 RN = {"residual_norm": True, "power": 0.2}
+WHITENED = {"pca": 64, "whiten": 1.0}
 
 #: The switches alone, then combinations; each a change from the defaults.
 VARIANTS = (
     EncodingVariant("defaults"),
     EncodingVariant(
-        "0.3 defaults (min_keypoints 0, scikit-learn k-means)",
+        "0.3 defaults (K=64, min_keypoints 0, scikit-learn k-means)",
         extraction=BEFORE,
-        codebook={"backend": "sklearn"},
+        codebook=BEFORE_CODEBOOK,
     ),
+    EncodingVariant("K=64", codebook={"n_clusters": 64}),
+    EncodingVariant("K=128", codebook={"n_clusters": 128}),
+    EncodingVariant("K=512", codebook={"n_clusters": 512}),
     EncodingVariant("min_keypoints 0", extraction=BEFORE),
     EncodingVariant("min_keypoints 50", extraction={"min_keypoints": 50}),
     EncodingVariant("scikit-learn k-means", codebook={"backend": "sklearn"}),
@@ -98,45 +105,28 @@ VARIANTS = (
     EncodingVariant(
         "soft assignment (4)", encoding={"assignment": "soft", "n_nearest": 4}
     ),
-    EncodingVariant("K=32", codebook={"n_clusters": 32}),
-    EncodingVariant("K=128", codebook={"n_clusters": 128}),
-    EncodingVariant("K=256", codebook={"n_clusters": 256}),
     EncodingVariant("no intra", encoding={"intra": False}),
     EncodingVariant("SIFT (not RootSIFT)", extraction={"root_sift": False}),
     EncodingVariant("ORB", extraction={"features": "orb"}),
-    EncodingVariant("whitened (PCA 64)", index={"pca": 64, "whiten": 1.0}),
+    EncodingVariant("whitened (PCA 64)", index=WHITENED),
     EncodingVariant(
-        "4 vocabularies, whitened (PCA 64)",
+        "K=64, whitened (PCA 64)", codebook={"n_clusters": 64}, index=WHITENED
+    ),
+    EncodingVariant(
+        "K=64, 4 vocabularies, whitened (PCA 64)",
+        codebook={"n_clusters": 64},
         vocabularies=4,
-        index={"pca": 64, "whiten": 1.0},
+        index=WHITENED,
     ),
     EncodingVariant(
-        "K=128 + residual norm + power 0.2", codebook={"n_clusters": 128}, encoding=RN
+        "K=64 + power 0.5", codebook={"n_clusters": 64}, encoding={"power": 0.5}
     ),
     EncodingVariant(
-        "K=128 + multiple assignment (2)",
-        codebook={"n_clusters": 128},
-        encoding={"assignment": "multiple"},
-    ),
-    EncodingVariant("K=128 + adapted", codebook={"n_clusters": 128}, adapt=True),
-    EncodingVariant(
-        "K=128 + power 0.5", codebook={"n_clusters": 128}, encoding={"power": 0.5}
+        "K=64 + residual norm + power 0.2", codebook={"n_clusters": 64}, encoding=RN
     ),
     EncodingVariant(
-        "K=256 + power 0.5", codebook={"n_clusters": 256}, encoding={"power": 0.5}
-    ),
-    EncodingVariant(
-        "K=256 + residual norm + power 0.2", codebook={"n_clusters": 256}, encoding=RN
-    ),
-    EncodingVariant(
-        "K=256 + power 0.5, whitened (PCA 64)",
-        codebook={"n_clusters": 256},
-        encoding={"power": 0.5},
-        index={"pca": 64, "whiten": 1.0},
-    ),
-    EncodingVariant(
-        "K=128 + residual norm + power 0.2 + adapted",
-        codebook={"n_clusters": 128},
+        "K=64, adapted + residual norm + power 0.2",
+        codebook={"n_clusters": 64},
         encoding=RN,
         adapt=True,
     ),
@@ -182,7 +172,7 @@ def run_variant(
     work: Path,
     ground_truth: dict,
     n_jobs: int | None,
-    n_clusters: int = 64,
+    n_clusters: int = DEFAULT_N_CLUSTERS,
 ) -> dict:
     """Extract, fit, encode, search and evaluate one variant (``n_clusters``
     centres unless it says otherwise)."""
@@ -224,6 +214,36 @@ def run_variant(
         },
         "evaluation": evaluation.to_dict(),
     }
+
+
+def time_from_images(
+    dataset: Path, work: Path, variants: list, repeats: int, n_jobs: int | None
+) -> dict:
+    """Seconds per query image of :func:`vlad.encode_images` (reading,
+    extraction and encoding) for each variant, the variants alternating in
+    each of ``repeats`` rounds; the median of each.
+
+    The codebooks are fitted on the database's cached descriptors first.
+    """
+    codebooks = {}
+    for variant in variants:
+        sets, _ = _descriptors(dataset, work, variant.extraction, n_jobs)
+        settings = {"n_clusters": DEFAULT_N_CLUSTERS, "seed": 0} | variant.codebook
+        codebooks[variant.label] = vlad.fit_codebook(sets["database"], **settings)
+    n_images = len(vlad.images.files.find_images(dataset / "queries"))
+    seconds = {variant.label: [] for variant in variants}
+    for _ in range(repeats):
+        for variant in variants:
+            start = time.perf_counter()
+            vlad.encode_images(
+                dataset / "queries",
+                codebooks[variant.label],
+                descriptor_options=variant.extraction or None,
+                n_jobs=n_jobs,
+                **variant.encoding,
+            )
+            seconds[variant.label].append((time.perf_counter() - start) / n_images)
+    return {label: statistics.median(values) for label, values in seconds.items()}
 
 
 def _percent(value) -> str:
@@ -275,8 +295,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", help="run only variants of these labels"
     )
-    parser.add_argument("--clusters", type=int, default=64)
+    parser.add_argument("--clusters", type=int, default=DEFAULT_N_CLUSTERS)
     parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument(
+        "--time",
+        action="append",
+        metavar="LABEL",
+        help="also time vlad.encode_images on the queries for these variants "
+        "(alternating, --repeats rounds)",
+    )
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
     work = arguments.work or arguments.dataset / "work"
@@ -300,11 +328,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(format_table(rows[-1:]).splitlines()[-1], flush=True)
     print(format_table(rows))
+    timed = {}
+    if arguments.time:
+        by_label = {variant.label: variant for variant in VARIANTS}
+        timed = time_from_images(
+            arguments.dataset,
+            work,
+            [by_label[label] for label in arguments.time],
+            arguments.repeats,
+            arguments.jobs,
+        )
+        for label, value in timed.items():
+            print(f"vlad.encode_images, {label}: {1000 * value:.1f} ms per image")
     if arguments.json:
         report = {
             "machine": machine_info(),
             "dataset_counts": dataset_counts(arguments.dataset),
             "variants": rows,
+            "encode_images_seconds_per_image": timed,
+            "repeats": arguments.repeats,
         }
         with atomic_write(arguments.json) as handle:
             handle.write((json.dumps(report, indent=1, default=str) + "\n").encode())
