@@ -21,13 +21,15 @@ settings.load_profile("default")
 DTYPES = [np.float32, np.float64]
 
 
-def aggregator_param(name: str):
-    """A pytest param for an aggregator, skipped when its dependency is missing."""
+def aggregator_param(name: str, *, slow: tuple[str, ...] = ()):
+    """A pytest param for an aggregator, skipped when its dependency is missing
+    and marked slow when it is one of ``slow``."""
     requires = {"numba": "numba", "jax": "jax", "torch": "torch"}.get(name)
     missing = requires is not None and importlib.util.find_spec(requires) is None
-    return pytest.param(
-        name, marks=pytest.mark.skipif(missing, reason=f"{requires} not installed")
-    )
+    marks = [pytest.mark.skipif(missing, reason=f"{requires} not installed")]
+    if name in slow:
+        marks.append(pytest.mark.slow)
+    return pytest.param(name, marks=marks)
 
 
 def reference_residuals(descriptors, labels, offsets, centers) -> np.ndarray:

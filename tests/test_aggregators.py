@@ -26,13 +26,16 @@ from vlad.core.aggregators import (
 
 ALL = [aggregator_param(name) for name in vlad.AGGREGATORS]
 FAST = [aggregator_param(name) for name in vlad.AGGREGATORS if name != "masked"]
+#: For hypothesis tests: JAX compiles anew for every shape an example draws,
+#: seconds in all, so those run with the slow tests.
+ALL_DRAWN = [aggregator_param(name, slow=("jax",)) for name in vlad.AGGREGATORS]
 
 
 def tolerance(dtype) -> float:
     return 1e-5 if dtype == np.float32 else 1e-12
 
 
-@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("method", ALL_DRAWN)
 @given(problem=ragged_problems())
 def test_matches_loop_and_float64_reference(method, problem):
     descriptors, labels, offsets, centers = problem
@@ -54,7 +57,7 @@ def test_matches_loop_and_float64_reference(method, problem):
     )
 
 
-@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("method", ALL_DRAWN)
 @given(problem=ragged_problems())
 def test_empty_images_and_centres_are_exact_zeros(method, problem):
     descriptors, labels, offsets, centers = problem
@@ -206,7 +209,7 @@ def test_callable_method_is_used():
     assert np.all(result == 0)
 
 
-@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("method", ALL_DRAWN)
 @given(
     problem=ragged_problems(),
     bad=st.sampled_from([np.nan, np.inf, -np.inf]),

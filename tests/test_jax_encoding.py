@@ -56,6 +56,7 @@ def test_equals_encode(problem, power, intra, l2, mass):
 
 
 # Few examples of few shapes: each new shape class compiles (about 0.3 s).
+@pytest.mark.slow  # each example compiles anew: seconds in all
 @settings(max_examples=15)
 @given(
     lengths=st.lists(st.integers(0, 200), min_size=1, max_size=6),
