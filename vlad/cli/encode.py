@@ -8,6 +8,11 @@ from pathlib import Path
 
 import click
 
+from vlad.cli.folder_outputs import (
+    check_folder_output,
+    file_or_folder_output,
+    shard_options,
+)
 from vlad.cli.options import (
     assignment_options,
     descriptor_options,
@@ -20,7 +25,6 @@ from vlad.cli.reporting import (
     check_outputs,
     count,
     library_errors,
-    printable,
     progress_bar,
     report_skipped,
 )
@@ -36,15 +40,6 @@ __all__ = ["encode"]
 logger = logging.getLogger("vlad.cli")
 
 
-def _check_output(ctx, param, value: Path) -> Path:
-    """A `.npy` file, or a folder: a name without a suffix."""
-    if value.suffix and value.suffix.lower() != ".npy":
-        raise click.BadParameter(
-            f"must end in .npy, or have no suffix for a folder; got {str(value)!r}"
-        )
-    return value
-
-
 @click.command(short_help="Encode images as VLAD vectors with a codebook.")
 @input_argument
 @click.option(
@@ -54,13 +49,9 @@ def _check_output(ctx, param, value: Path) -> Path:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help='Codebook file from "vlad fit".',
 )
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    callback=_check_output,
-    help="Vectors to write: NAME.npy (with NAME.names.txt and NAME.json beside "
+@file_or_folder_output(
+    ".npy",
+    "Vectors to write: NAME.npy (with NAME.names.txt and NAME.json beside "
     "it), or a folder of shards NAME (no suffix).",
 )
 @click.option(
@@ -96,18 +87,11 @@ def _check_output(ctx, param, value: Path) -> Path:
     help="L2-normalise each whole vector.",
 )
 @assignment_options
-@click.option(
-    "--shard-images",
-    type=click.IntRange(min=1),
-    default=SHARD_IMAGES,
-    show_default=True,
-    help="Images each shard of a folder covers (a multiple of "
+@shard_options(
+    SHARD_IMAGES,
+    "Images each shard of a folder covers (a multiple of "
     f"{ENCODE_CHUNK_IMAGES} above {ENCODE_CHUNK_IMAGES}).",
-)
-@click.option(
-    "--resume",
-    is_flag=True,
-    help="Finish an interrupted run into a folder: keep the shards it wrote "
+    "Finish an interrupted run into a folder: keep the shards it wrote "
     "with the same codebook, options and images; make the others.",
 )
 @click.option(
@@ -262,15 +246,7 @@ def _encode_to_folder(
             "-j sets the workers of --dask's local cluster; the cluster of "
             "--scheduler has its own"
         )
-    if not output.parent.is_dir():
-        raise click.ClickException(
-            f"the folder of {printable(str(output))} does not exist"
-        )
-    if output.exists() and not (overwrite or resume):
-        raise click.ClickException(
-            f"{printable(str(output))} already exists; pass --overwrite to replace "
-            "it or --resume to finish it"
-        )
+    check_folder_output(output, overwrite, resume)
     with contextlib.ExitStack() as stack:
         stack.enter_context(library_errors())
         client = None

@@ -7,6 +7,11 @@ from pathlib import Path
 
 import click
 
+from vlad.cli.folder_outputs import (
+    check_folder_output,
+    file_or_folder_output,
+    shard_options,
+)
 from vlad.cli.options import (
     descriptor_options,
     input_argument,
@@ -18,7 +23,6 @@ from vlad.cli.reporting import (
     check_outputs,
     count,
     library_errors,
-    printable,
     progress_bar,
     report_skipped,
 )
@@ -34,36 +38,16 @@ __all__ = ["extract"]
 logger = logging.getLogger("vlad.cli")
 
 
-def _check_output(ctx, param, value: Path) -> Path:
-    """An `.npz` file, or a folder: a name without a suffix."""
-    if value.suffix and value.suffix.lower() != ".npz":
-        raise click.BadParameter(
-            f"must end in .npz, or have no suffix for a folder; got {str(value)!r}"
-        )
-    return value
-
-
 @click.command(short_help="Extract local descriptors of images (.npz or folder).")
 @input_argument
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    callback=_check_output,
-    help="Descriptors to write: NAME.npz, or a folder of shards NAME (no suffix).",
+@file_or_folder_output(
+    ".npz",
+    "Descriptors to write: NAME.npz, or a folder of shards NAME (no suffix).",
 )
-@click.option(
-    "--shard-images",
-    type=click.IntRange(min=1),
-    default=DESCRIPTOR_SHARD_IMAGES,
-    show_default=True,
-    help="Images each shard of a folder covers.",
-)
-@click.option(
-    "--resume",
-    is_flag=True,
-    help="Finish an interrupted run into a folder: keep the shards it wrote "
+@shard_options(
+    DESCRIPTOR_SHARD_IMAGES,
+    "Images each shard of a folder covers.",
+    "Finish an interrupted run into a folder: keep the shards it wrote "
     "with the same options and images; make the others.",
 )
 @descriptor_options(from_codebook=False)
@@ -147,15 +131,7 @@ def _extract_to_folder(
     inputs, output, descriptor_options, *, verbosity, overwrite, resume, **settings
 ) -> None:
     """``vlad extract`` into a folder of shards."""
-    if not output.parent.is_dir():
-        raise click.ClickException(
-            f"the folder of {printable(str(output))} does not exist"
-        )
-    if output.exists() and not (overwrite or resume):
-        raise click.ClickException(
-            f"{printable(str(output))} already exists; pass --overwrite to replace "
-            "it or --resume to finish it"
-        )
+    check_folder_output(output, overwrite, resume)
     with library_errors(), progress_bar(verbosity, "Extracting") as progress:
         shards = extract_images_to_folder(
             inputs,
