@@ -2,7 +2,7 @@
 
 ::
 
-    python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 64]
+    python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 256]
         [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--min-keypoints 20]
         [--json PATH]
 
@@ -29,6 +29,7 @@ import numpy as np
 
 import vlad
 from benchmarks.report import machine_info
+from vlad.core.codebook import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.formats.files import atomic_write
 from vlad.search import QueryExpansion, build_index
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval.run")
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--work", type=Path)
-    parser.add_argument("--clusters", type=int, default=64)
+    parser.add_argument("--clusters", type=int, default=DEFAULT_N_CLUSTERS)
     parser.add_argument("--power", type=float, default=vlad.EncodingOptions().power)
     parser.add_argument("--pca", type=int, default=64)
     parser.add_argument(
