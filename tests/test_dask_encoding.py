@@ -8,12 +8,10 @@ from __future__ import annotations
 import sys
 
 import pytest
-from click.testing import CliRunner
-from dask_workers import kill_once
+from dask_runs import folder_bytes, kill_once, run
 from photos import DATA, FAST_OPTIONS, make_messy_folder
 
 import vlad
-from vlad.cli.main import main
 from vlad.images.dask_encoding import (
     dask_client,
     encode_shards_on_cluster,
@@ -24,14 +22,6 @@ from vlad.images.sharded import encode_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
-
-
-def run(*args, exit_code=0):
-    """Invoke ``vlad ARGS`` in-process; check its exit code; return the result."""
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
-    assert result.exit_code == exit_code, (result.output, result.exception)
-    assert "Traceback" not in result.output
-    return result
 
 
 @pytest.fixture
@@ -52,11 +42,6 @@ def codebook_file(tmp_path_factory):
 @pytest.fixture(scope="module")
 def messy(tmp_path_factory):
     return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
-
-
-def folder_bytes(folder):
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def local_run(inputs, codebook, folder, shard_images):

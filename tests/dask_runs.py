@@ -1,4 +1,6 @@
-"""A Dask worker plugin that kills its worker once, mid-run."""
+"""Helpers of the tests that make shards on Dask: vlad's command line run
+in-process, the bytes of a folder, and a worker plugin that kills its worker
+once, mid-run."""
 
 from __future__ import annotations
 
@@ -6,7 +8,24 @@ import os
 import signal
 from pathlib import Path
 
-__all__ = ["kill_once"]
+from click.testing import CliRunner
+
+from vlad.cli.main import main
+
+__all__ = ["folder_bytes", "kill_once", "run"]
+
+
+def run(*args, exit_code=0):
+    """Invoke ``vlad ARGS`` in-process; check its exit code; return the result."""
+    result = CliRunner().invoke(main, [str(arg) for arg in args])
+    assert result.exit_code == exit_code, (result.output, result.exception)
+    assert "Traceback" not in result.output
+    return result
+
+
+def folder_bytes(folder: Path) -> dict:
+    """Every file of a folder and its bytes."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def kill_once(marker: Path, key_prefix: str):
