@@ -91,3 +91,16 @@ def ragged_problems(draw, dtype=None):
     used = draw(st.integers(1, n_clusters))
     labels = rng.integers(0, used, size=n_rows).astype(np.intp)
     return descriptors, labels, offsets, centers
+
+
+@pytest.fixture(scope="session")
+def cluster_client():
+    """The client of a Dask LocalCluster of two one-thread worker processes,
+    shared by the tests that make shards on a cluster."""
+    pytest.importorskip("distributed")
+    from vlad.images.dask_encoding import dask_client
+
+    with dask_client(n_workers=2) as client:
+        assert client.nthreads() and set(client.nthreads().values()) == {1}
+        assert len(client.nthreads()) == 2 and client.cluster.processes
+        yield client

@@ -5,16 +5,13 @@ without the extra."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 
 import pytest
-from click.testing import CliRunner
+from dask_runs import folder_bytes, kill_once, run
 from photos import DATA, FAST_OPTIONS, make_messy_folder
 
 import vlad
-from vlad.cli.main import main
 from vlad.images.dask_encoding import (
     dask_client,
     encode_shards_on_cluster,
@@ -27,21 +24,9 @@ distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
 
 
-def run(*args, exit_code=0):
-    """Invoke ``vlad ARGS`` in-process; check its exit code; return the result."""
-    result = CliRunner().invoke(main, [str(arg) for arg in args])
-    assert result.exit_code == exit_code, (result.output, result.exception)
-    assert "Traceback" not in result.output
-    return result
-
-
-@pytest.fixture(scope="module")
-def client():
-    """The client of a LocalCluster of two one-thread worker processes."""
-    with dask_client(n_workers=2) as dask:
-        assert dask.nthreads() and set(dask.nthreads().values()) == {1}
-        assert len(dask.nthreads()) == 2 and dask.cluster.processes
-        yield dask
+@pytest.fixture
+def client(cluster_client):
+    return cluster_client
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +42,6 @@ def codebook_file(tmp_path_factory):
 @pytest.fixture(scope="module")
 def messy(tmp_path_factory):
     return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
-
-
-def folder_bytes(folder):
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def local_run(inputs, codebook, folder, shard_images):
@@ -125,24 +105,7 @@ def test_a_worker_killed_mid_run_loses_and_doubles_no_row(
 ):
     expected = local_run(DATA, codebook_file, tmp_path / "local", 1)
     marker = tmp_path / "killed"
-
-    class KillOnce(distributed.WorkerPlugin):
-        """SIGKILL the worker once, as it finishes a shard: the shard is
-        written but the scheduler never hears of it."""
-
-        def __init__(self, marker):
-            self.marker = str(marker)
-
-        def transition(self, key, start, finish, **kwargs):
-            if (
-                str(key).startswith("vlad-shard-00003")
-                and (start, finish) == ("executing", "memory")
-                and not os.path.exists(self.marker)
-            ):
-                open(self.marker, "w").close()
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    client.register_plugin(KillOnce(marker), name="kill-once")
+    client.register_plugin(kill_once(marker, "vlad-shard-00003"), name="kill-once")
     try:
         shards = encode_images_to_folder(
             DATA, codebook_file, tmp_path / "dask", shard_images=1, client=client

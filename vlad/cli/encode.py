@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
 
 import click
 
 from vlad.cli.folder_outputs import (
+    check_file_output,
     check_folder_output,
+    dask_options,
     file_or_folder_output,
+    folder_client,
     shard_options,
 )
 from vlad.cli.options import (
@@ -32,7 +34,6 @@ from vlad.core.aggregators import AGGREGATORS
 from vlad.core.options import EncodingOptions
 from vlad.formats.vectors import save_vectors, vector_file_paths
 from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
-from vlad.images.dask_encoding import dask_client
 from vlad.images.sharded import SHARD_IMAGES, encode_images_to_folder
 
 __all__ = ["encode"]
@@ -94,20 +95,7 @@ logger = logging.getLogger("vlad.cli")
     "Finish an interrupted run into a folder: keep the shards it wrote "
     "with the same codebook, options and images; make the others.",
 )
-@click.option(
-    "--dask",
-    "use_dask",
-    is_flag=True,
-    help="Make the shards of a folder on a Dask cluster of -j worker processes "
-    "on this machine, one task per shard (needs: pip install 'vlad[dask]').",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    help="Make the shards of a folder on the Dask cluster of this scheduler "
-    "(tcp://host:8786); images, codebook and folder must be at the same paths "
-    "on every worker.",
-)
+@dask_options("images, codebook and folder")
 @descriptor_options(from_codebook=True)
 @jobs_option
 @overwrite_option
@@ -187,12 +175,7 @@ def encode(
             verbosity=verbosity,
         )
         return
-    if resume:
-        raise click.UsageError("--resume needs a folder output (a name without .npy)")
-    if use_dask or scheduler:
-        raise click.UsageError(
-            "--dask and --scheduler need a folder output (a name without .npy)"
-        )
+    check_file_output(".npy", resume, use_dask, scheduler)
     with library_errors():
         outputs = vector_file_paths(output)
     check_outputs(outputs, overwrite)
@@ -241,35 +224,24 @@ def _encode_to_folder(
     **settings,
 ) -> None:
     """``vlad encode`` into a folder of shards, here or on a Dask cluster."""
-    if scheduler and n_jobs is not None:
-        raise click.UsageError(
-            "-j sets the workers of --dask's local cluster; the cluster of "
-            "--scheduler has its own"
-        )
     check_folder_output(output, overwrite, resume)
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(library_errors())
-        client = None
-        if use_dask or scheduler:
-            client = stack.enter_context(dask_client(scheduler, n_jobs))
-            logger.info("running on the Dask cluster of %s", client.scheduler.address)
-            n_jobs = None
-        progress = stack.enter_context(progress_bar(verbosity, "Encoding"))
-        try:
-            shards = encode_images_to_folder(
-                inputs,
-                codebook,
-                output,
-                options,
-                progress=progress,
-                overwrite=overwrite,
-                resume=resume,
-                client=client,
-                n_jobs=n_jobs,
-                **settings,
-            )
-        except RuntimeError as error:
-            raise click.ClickException(str(error)) from None
+    with (
+        library_errors(),
+        folder_client(use_dask, scheduler, n_jobs) as (client, n_jobs),
+        progress_bar(verbosity, "Encoding") as progress,
+    ):
+        shards = encode_images_to_folder(
+            inputs,
+            codebook,
+            output,
+            options,
+            progress=progress,
+            overwrite=overwrite,
+            resume=resume,
+            client=client,
+            n_jobs=n_jobs,
+            **settings,
+        )
     logger.info(
         "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, in %s",
         count(shards.shape[0], "image"),

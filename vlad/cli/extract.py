@@ -8,8 +8,11 @@ from pathlib import Path
 import click
 
 from vlad.cli.folder_outputs import (
+    check_file_output,
     check_folder_output,
+    dask_options,
     file_or_folder_output,
+    folder_client,
     shard_options,
 )
 from vlad.cli.options import (
@@ -50,6 +53,7 @@ logger = logging.getLogger("vlad.cli")
     "Finish an interrupted run into a folder: keep the shards it wrote "
     "with the same options and images; make the others.",
 )
+@dask_options("images and folder")
 @descriptor_options(from_codebook=False)
 @jobs_option
 @overwrite_option
@@ -59,6 +63,8 @@ def extract(
     output: Path,
     shard_images: int,
     resume: bool,
+    use_dask: bool,
+    scheduler: str | None,
     descriptor_options: dict,
     extractor: str | None,
     n_jobs: int | None,
@@ -85,7 +91,10 @@ def extract(
       NAME/part-00000-KEY.keypoints.npy  their keypoint positions
       NAME/part-00000-KEY.json           their names and numbers of descriptors
       NAME/manifest.json                 written last: the shards, the options
-    An interrupted run into a folder continues with --resume.
+    An interrupted run into a folder continues with --resume. With --dask or
+    --scheduler, a Dask cluster makes the shards: each task writes one, the
+    manifest is written here once all are, and the folder is the same, byte for
+    byte, as without.
 
     \b
     Example:
@@ -98,14 +107,15 @@ def extract(
             descriptor_options,
             shard_images=shard_images,
             resume=resume,
+            use_dask=use_dask,
+            scheduler=scheduler,
             extractor=extractor,
             n_jobs=n_jobs,
             overwrite=overwrite,
             verbosity=verbosity,
         )
         return
-    if resume:
-        raise click.UsageError("--resume needs a folder output (a name without .npz)")
+    check_file_output(".npz", resume, use_dask, scheduler)
     check_outputs([output], overwrite)
     with library_errors(), progress_bar(verbosity, "Extracting") as progress:
         sets, report = extract_images(
@@ -128,11 +138,25 @@ def extract(
 
 
 def _extract_to_folder(
-    inputs, output, descriptor_options, *, verbosity, overwrite, resume, **settings
+    inputs,
+    output,
+    descriptor_options,
+    *,
+    verbosity,
+    overwrite,
+    resume,
+    use_dask,
+    scheduler,
+    n_jobs,
+    **settings,
 ) -> None:
-    """``vlad extract`` into a folder of shards."""
+    """``vlad extract`` into a folder of shards, here or on a Dask cluster."""
     check_folder_output(output, overwrite, resume)
-    with library_errors(), progress_bar(verbosity, "Extracting") as progress:
+    with (
+        library_errors(),
+        folder_client(use_dask, scheduler, n_jobs) as (client, n_jobs),
+        progress_bar(verbosity, "Extracting") as progress,
+    ):
         shards = extract_images_to_folder(
             inputs,
             output,
@@ -140,6 +164,8 @@ def _extract_to_folder(
             progress=progress,
             overwrite=overwrite,
             resume=resume,
+            client=client,
+            n_jobs=n_jobs,
             **settings,
         )
     record = shards.record

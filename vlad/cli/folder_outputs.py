@@ -3,14 +3,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from vlad.cli.reporting import printable
+from vlad.images.dask_encoding import dask_client
 
-__all__ = ["check_folder_output", "file_or_folder_output", "shard_options"]
+__all__ = [
+    "check_file_output",
+    "check_folder_output",
+    "dask_options",
+    "file_or_folder_output",
+    "folder_client",
+    "shard_options",
+]
+
+logger = logging.getLogger("vlad.cli")
 
 
 def file_or_folder_output(suffix: str, help: str) -> Callable[[Callable], Callable]:
@@ -65,3 +78,64 @@ def check_folder_output(output: Path, overwrite: bool, resume: bool) -> None:
             f"{printable(str(output))} already exists; pass --overwrite to replace "
             "it or --resume to finish it"
         )
+
+
+def dask_options(shared: str) -> Callable[[Callable], Callable]:
+    """``--dask`` (as ``use_dask``) and ``--scheduler``; ``shared`` names the
+    files every worker must see (``"images and folder"``)."""
+
+    def decorate(command: Callable) -> Callable:
+        command = click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Make the shards of a folder on the Dask cluster of this "
+            f"scheduler (tcp://host:8786); {shared} must be at the same paths "
+            "on every worker.",
+        )(command)
+        return click.option(
+            "--dask",
+            "use_dask",
+            is_flag=True,
+            help="Make the shards of a folder on a Dask cluster of -j worker "
+            "processes on this machine, one task per shard (needs: pip install "
+            "'vlad[dask]').",
+        )(command)
+
+    return decorate
+
+
+def check_file_output(suffix: str, resume: bool, use_dask: bool, scheduler) -> None:
+    """A usage error for the options that only a folder output takes."""
+    if resume:
+        raise click.UsageError(
+            f"--resume needs a folder output (a name without {suffix})"
+        )
+    if use_dask or scheduler:
+        raise click.UsageError(
+            f"--dask and --scheduler need a folder output (a name without {suffix})"
+        )
+
+
+@contextlib.contextmanager
+def folder_client(
+    use_dask: bool, scheduler: str | None, n_jobs: int | None
+) -> Iterator[tuple[Any, int | None]]:
+    """The Dask client that ``--dask`` or ``--scheduler`` ask for (None
+    without them), and the ``n_jobs`` left to this process; a shard that
+    killed its workers becomes a one-line error. Call it inside
+    :func:`vlad.cli.reporting.library_errors`."""
+    if scheduler and n_jobs is not None:
+        raise click.UsageError(
+            "-j sets the workers of --dask's local cluster; the cluster of "
+            "--scheduler has its own"
+        )
+    with contextlib.ExitStack() as stack:
+        client = None
+        if use_dask or scheduler:
+            client = stack.enter_context(dask_client(scheduler, n_jobs))
+            logger.info("running on the Dask cluster of %s", client.scheduler.address)
+            n_jobs = None
+        try:
+            yield client, n_jobs
+        except RuntimeError as error:
+            raise click.ClickException(str(error)) from None

@@ -6,7 +6,9 @@ gives), returning only the shard's small record (names, skipped and empty
 images): no vector passes through the scheduler. The workers load the codebook
 from its path once per process. A task whose worker dies, or that fails, is run
 again by Dask and rewrites the same two files; the manifest is written by the
-client once every shard is, so no row is lost or written twice.
+client once every shard is, so no row is lost or written twice. Folders of
+descriptors are made the same way (:func:`run_shard_tasks` with
+:func:`vlad.images.sharded_descriptors.make_descriptor_shard`).
 
 Any cluster works: a :class:`distributed.LocalCluster` of worker processes on
 this machine (:func:`dask_client` with no address) or an existing scheduler
@@ -22,7 +24,7 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,9 @@ __all__ = [
     "dask_client",
     "encode_shards_on_cluster",
     "make_shard",
+    "require_client",
     "require_distributed",
+    "run_shard_tasks",
     "worker_codebook",
 ]
 
@@ -157,37 +161,108 @@ def encode_shards_on_cluster(
     ValueError, OSError
         As a task raised them (after :data:`TASK_RETRIES` more tries).
     """
-    distributed = require_distributed()
-    if not isinstance(client, distributed.Client):
-        raise TypeError(
-            f"client must be a dask.distributed.Client; got {type(client).__name__}"
-        )
-    todo = run.todo
-    n_done = run.n_images - sum(len(run.groups[index]) for index in todo)
-    if not todo:
+    require_client(client)
+    if not run.todo:
         return
     if codebook is not None:
         source: Any = (os.path.abspath(codebook), run.codebook.fingerprint)
     else:
         source = client.scatter(run.codebook, broadcast=True, hash=False)
-    folder = os.path.abspath(run.writer.folder)
+    run_shard_tasks(
+        client,
+        make_shard,
+        run.writer.folder,
+        run.groups,
+        run.keys,
+        run.shards,
+        (source, run.sift_options, run.options),
+        progress=progress,
+    )
+
+
+def require_client(client: Any) -> Any:
+    """The ``distributed`` module, once ``client`` is checked to be one of
+    its clients.
+
+    Raises
+    ------
+    ImportError
+        Without ``vlad[dask]``.
+    TypeError
+        ``client`` is not a ``distributed.Client``.
+    """
+    distributed = require_distributed()
+    if not isinstance(client, distributed.Client):
+        raise TypeError(
+            f"client must be a dask.distributed.Client; got {type(client).__name__}"
+        )
+    return distributed
+
+
+def run_shard_tasks(
+    client: Any,
+    task: Callable[..., dict],
+    folder: str | os.PathLike,
+    groups: list[list[ImageFile]],
+    keys: list[str],
+    shards: list[dict | None],
+    arguments: tuple,
+    *,
+    progress: Progress | None = None,
+) -> None:
+    """Run ``task(folder, index, key, images, *arguments)`` on ``client``'s
+    cluster for each shard whose record (``shards[index]``) is None, and put
+    the record it returns there.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    task : callable
+        Makes and writes one shard, returning its record; it is given the
+        folder and the images' paths made absolute. It must write the same
+        files when run again, since a task whose worker dies is.
+    folder : path-like
+        The folder of shards.
+    groups : list of list of ImageFile
+        The images of each shard.
+    keys : list of str
+        Each shard's key.
+    shards : list of dict or None
+        Each shard's record, None while to be made; filled in here.
+    arguments : tuple
+        The task's further arguments, the same for every shard.
+    progress : callable, optional
+        Called as ``progress(n_done, n_total)`` with images as shards finish.
+
+    Raises
+    ------
+    TypeError
+        ``client`` is not a ``distributed.Client``.
+    RuntimeError
+        A shard's task killed every worker it ran on.
+    ValueError, OSError
+        As a task raised them (after :data:`TASK_RETRIES` more tries).
+    """
+    distributed = require_client(client)
+    todo = [index for index, shard in enumerate(shards) if shard is None]
+    n_images = sum(len(group) for group in groups)
+    n_done = n_images - sum(len(groups[index]) for index in todo)
+    folder = os.path.abspath(folder)
     run_id = hashlib.sha256(folder.encode(errors="surrogateescape")).hexdigest()[:8]
     futures = {}
     for index in todo:
         images = [
             ImageFile(Path(os.path.abspath(image.path)), image.name)
-            for image in run.groups[index]
+            for image in groups[index]
         ]
         future = client.submit(
-            make_shard,
+            task,
             folder,
             index,
-            run.keys[index],
+            keys[index],
             images,
-            source,
-            run.sift_options,
-            run.options,
-            key=f"vlad-shard-{index:05d}-{run.keys[index][:16]}-{run_id}",
+            *arguments,
+            key=f"vlad-shard-{index:05d}-{keys[index][:16]}-{run_id}",
             retries=TASK_RETRIES,
         )
         futures[future] = index
@@ -195,15 +270,15 @@ def encode_shards_on_cluster(
         for future in distributed.as_completed(futures):
             index = futures[future]
             try:
-                run.shards[index] = future.result()
+                shards[index] = future.result()
             except distributed.KilledWorker:
                 raise RuntimeError(
                     f"shard {index} of {folder} killed every Dask worker that ran "
                     "it (out of memory?); the shards written are kept for --resume"
                 ) from None
-            n_done += len(run.groups[index])
+            n_done += len(groups[index])
             if progress is not None:
-                progress(n_done, run.n_images)
+                progress(n_done, n_images)
     finally:
         client.cancel(list(futures))
 
