@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import click
 
+from vlad.cli.options import option_group
 from vlad.core.kmeans import KMEANS_BACKENDS
 
 __all__ = ["kmeans_options"]
@@ -49,16 +49,8 @@ def kmeans_options(command: Callable) -> Callable:
         ),
     ]
 
-    @functools.wraps(command)
-    def wrapper(*args, backend, algorithm, max_iter, spherical, **kwargs):
-        chosen = {
-            "backend": backend,
-            "algorithm": algorithm,
-            "max_iter": max_iter,
-            "spherical": spherical,
-        }
-        return command(*args, kmeans_options=chosen, **kwargs)
-
-    for option in reversed(options):
-        wrapper = option(wrapper)
-    return wrapper
+    return option_group(
+        "kmeans_options",
+        ("backend", "algorithm", "max_iter", "spherical"),
+        options,
+    )(command)

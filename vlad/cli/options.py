@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -15,6 +15,7 @@ from vlad.images.detectors import DETECTORS
 from vlad.images.sift import SiftOptions
 
 __all__ = [
+    "option_group",
     "assignment_options",
     "descriptor_options",
     "input_argument",
@@ -38,52 +39,76 @@ def input_argument(command: Callable) -> Callable:
     )(command)
 
 
+def option_group(
+    keyword: str,
+    names: Sequence[str],
+    options: Sequence[Callable],
+    *,
+    drop_unset: bool = False,
+) -> Callable[[Callable], Callable]:
+    """A decorator adding ``options`` to a command, whose values (the
+    parameters ``names``) reach the command as one dict, its keyword
+    ``keyword``; with ``drop_unset``, only those not None."""
+
+    def decorator(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            chosen = {name: kwargs.pop(name) for name in names}
+            if drop_unset:
+                chosen = {
+                    name: value for name, value in chosen.items() if value is not None
+                }
+            return command(*args, **{keyword: chosen}, **kwargs)
+
+        for option in reversed(options):
+            wrapper = option(wrapper)
+        return wrapper
+
+    return decorator
+
+
 def assignment_options(command: Callable) -> Callable:
     """``--residual-norm``, ``--assignment``, ``--nearest`` and
     ``--kernel-width``: the encoding variants of :class:`vlad.EncodingOptions`,
     passed to the command as its keyword ``variants`` (a dict of its fields)."""
-
-    @click.option(
-        "--residual-norm/--no-residual-norm",
-        default=False,
-        show_default=True,
-        help="L2-normalise each residual before summing (Delhumeau et al. 2013); "
-        "usually with --power 0.2.",
-    )
-    @click.option(
-        "--assignment",
-        type=click.Choice(ASSIGNMENTS),
-        default="hard",
-        show_default=True,
-        help="Each descriptor to its nearest centre (hard), or to its --nearest "
-        "N nearest with equal weights (multiple) or Gaussian ones (soft).",
-    )
-    @click.option(
-        "--nearest",
-        "n_nearest",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Centres per descriptor for multiple and soft assignment [default: 2].",
-    )
-    @click.option(
-        "--kernel-width",
-        type=click.FloatRange(min=0.0, min_open=True),
-        default=1.0,
-        show_default=True,
-        help="Soft assignment's kernel width, relative to each descriptor's "
-        "nearest squared distance; larger spreads the weights more evenly.",
-    )
-    @functools.wraps(command)
-    def wrapper(*args, residual_norm, assignment, n_nearest, kernel_width, **kwargs):
-        variants = {
-            "residual_norm": residual_norm,
-            "assignment": assignment,
-            "n_nearest": n_nearest,
-            "kernel_width": kernel_width,
-        }
-        return command(*args, variants=variants, **kwargs)
-
-    return wrapper
+    return option_group(
+        "variants",
+        ("residual_norm", "assignment", "n_nearest", "kernel_width"),
+        [
+            click.option(
+                "--residual-norm/--no-residual-norm",
+                default=False,
+                show_default=True,
+                help="L2-normalise each residual before summing (Delhumeau et al. "
+                "2013); usually with --power 0.2.",
+            ),
+            click.option(
+                "--assignment",
+                type=click.Choice(ASSIGNMENTS),
+                default="hard",
+                show_default=True,
+                help="Each descriptor to its nearest centre (hard), or to its "
+                "--nearest N nearest with equal weights (multiple) or Gaussian ones "
+                "(soft).",
+            ),
+            click.option(
+                "--nearest",
+                "n_nearest",
+                type=click.IntRange(min=1),
+                default=None,
+                help="Centres per descriptor for multiple and soft assignment "
+                "[default: 2].",
+            ),
+            click.option(
+                "--kernel-width",
+                type=click.FloatRange(min=0.0, min_open=True),
+                default=1.0,
+                show_default=True,
+                help="Soft assignment's kernel width, relative to each descriptor's "
+                "nearest squared distance; larger spreads the weights more evenly.",
+            ),
+        ],
+    )(command)
 
 
 def output_option(suffix: str, help: str) -> Callable[[Callable], Callable]:
@@ -245,35 +270,18 @@ def descriptor_options(
         ),
     ]
 
-    def decorator(command: Callable) -> Callable:
-        @functools.wraps(command)
-        def wrapper(
-            *args,
-            features,
-            root_sift,
-            dense,
-            max_side,
-            max_keypoints,
-            min_keypoints,
-            max_pixels,
-            reduce_jpeg,
-            **kwargs,
-        ):
-            given = {
-                "features": features,
-                "root_sift": root_sift,
-                "dense": dense,
-                "max_side": max_side,
-                "max_keypoints": max_keypoints,
-                "min_keypoints": min_keypoints,
-                "max_pixels": max_pixels,
-                "reduce_jpeg": reduce_jpeg,
-            }
-            chosen = {name: value for name, value in given.items() if value is not None}
-            return command(*args, descriptor_options=chosen, **kwargs)
-
-        for option in reversed((extractor_options if extractor else []) + options):
-            wrapper = option(wrapper)
-        return wrapper
-
-    return decorator
+    return option_group(
+        "descriptor_options",
+        (
+            "features",
+            "root_sift",
+            "dense",
+            "max_side",
+            "max_keypoints",
+            "min_keypoints",
+            "max_pixels",
+            "reduce_jpeg",
+        ),
+        (extractor_options if extractor else []) + options,
+        drop_unset=True,
+    )
