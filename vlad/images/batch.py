@@ -43,6 +43,7 @@ __all__ = [
     "ENCODE_CHUNK_IMAGES",
     "BatchReport",
     "EncodedImages",
+    "check_any_read",
     "check_same_kind",
     "descriptor_options_for",
     "encode_images",
@@ -215,7 +216,7 @@ def extract_images(
     features = keep_readable(
         extract_in_order(images, options, n_jobs, progress), report
     )
-    _check_any_read(report, inputs)
+    check_any_read(report, inputs)
     keypoints = [block for block, _ in features]
     sets = DescriptorSets.from_list(
         [descriptors for _, descriptors in features],
@@ -363,7 +364,7 @@ def fit_codebook_to_images(
                 sample, descriptors.shape[1], per_image=per_image, seed=seed
             )
         reservoir.add(descriptors)
-    _check_any_read(report, inputs)
+    check_any_read(report, inputs)
     training = DescriptorSets.from_list(
         [reservoir.sample], n_features=reservoir.n_features, metadata=metadata
     )
@@ -473,7 +474,7 @@ def encode_images(
             vectors[start : start + len(blocks)] = encode(
                 sets, codebook, options, n_jobs=n_jobs
             )
-    _check_any_read(report, inputs)
+    check_any_read(report, inputs)
     return EncodedImages(
         vectors[: len(report.names)],
         report,
@@ -502,7 +503,7 @@ def walk_batch(
     return images, BatchReport(len(images) + len(problems), [], problems, [])
 
 
-def _check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
+def check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
     """Raise ``ValueError`` if no image of the batch could be read."""
     if not report.names:
         shown = ", ".join(str(path) for path in path_list(inputs))

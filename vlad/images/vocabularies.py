@@ -22,10 +22,10 @@ from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.images.batch import (
     BatchReport,
     PathOrPaths,
+    check_any_read,
     check_same_kind,
     extract_in_order,
     keep_readable,
-    path_list,
     read_descriptor_sets,
     walk_batch,
 )
@@ -251,13 +251,7 @@ def _stream(
     results = extract_in_order(images, options, n_jobs, progress, n_features=n_features)
     for descriptors in _readable(results, report):
         consume(descriptors)
-    if not report.names:
-        shown = ", ".join(str(path) for path in path_list(inputs))
-        name, reason = next(iter(report.skipped.items()), ("", "none found"))
-        raise ValueError(
-            f"none of the {report.n_found} images in {shown} could be read "
-            f"(such as {name}: {reason})"
-        )
+    check_any_read(report, inputs)
     return report
 
 
