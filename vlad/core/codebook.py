@@ -25,6 +25,7 @@ from vlad.core.validation import (
     as_record,
     check_finite,
     check_positive_int,
+    check_seed,
 )
 from vlad.formats.files import (
     check_format_version,
@@ -318,7 +319,7 @@ def fit_codebook(
         sample = check_positive_int(sample, "sample")
     if max_iter is not None:
         max_iter = check_positive_int(max_iter, "max_iter")
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     if not isinstance(spherical, (bool, np.bool_)):
         raise TypeError(f"spherical must be True or False; got {spherical!r}")
     n_threads = None if n_jobs in (None, -1) else resolve_n_jobs(n_jobs)
@@ -447,17 +448,6 @@ def on_codebook_metric(
         descriptor_sets.metadata,
         keypoints=keypoints,
     )
-
-
-def _check_seed(seed) -> int | None:
-    """``seed`` as an int, or None; a one-line error otherwise."""
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative integer or None; got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
-    return int(seed)
 
 
 def _resolve_strategy(backend, algorithm, spherical: bool) -> tuple[str, str]:

@@ -23,6 +23,7 @@ __all__ = [
     "check_n_features",
     "check_positive_int",
     "check_power",
+    "check_seed",
     "float_dtype_of",
 ]
 
@@ -209,3 +210,22 @@ def check_power(power: float) -> float:
     if not (math.isfinite(power) and 0 < power <= 1):
         raise ValueError(f"power must be a number in (0, 1]; got {power!r}")
     return float(power)
+
+
+def check_seed(seed) -> int | None:
+    """``seed`` as an int, or None; a one-line error otherwise.
+
+    Raises
+    ------
+    TypeError
+        Not an integer (a bool is not one) or None.
+    ValueError
+        A negative integer.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be a non-negative integer or None; got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
+    return int(seed)

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
-from vlad.core.validation import check_positive_int
+from vlad.core.validation import check_positive_int, check_seed
 
 __all__ = [
     "concatenate_vectors",
@@ -196,12 +196,7 @@ def fit_vocabularies(
     (10, 96)
     """
     n_vocabularies = check_positive_int(n_vocabularies, "n_vocabularies")
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(
-                f"seed must be a non-negative integer or None; got {seed!r}"
-            )
-        seed = int(seed)
+    seed = check_seed(seed)
     codebooks = [
         fit_codebook(
             descriptors,

@@ -16,7 +16,7 @@ from vlad.core.adaptation import CodebookAdapter
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.sampling import DescriptorReservoir
-from vlad.core.validation import check_positive_int
+from vlad.core.validation import check_positive_int, check_seed
 from vlad.core.vocabularies import fit_vocabularies, stack_vocabularies
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.images.batch import (
@@ -165,12 +165,7 @@ kmeans_options, n_jobs, progress
     vlad.fit_vocabularies : The same on descriptors in memory.
     """
     n_vocabularies = check_positive_int(n_vocabularies, "n_vocabularies")
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(
-                f"seed must be a non-negative integer or None; got {seed!r}"
-            )
-        seed = int(seed)
+    seed = check_seed(seed)
     seeds = [None if seed is None else seed + index for index in range(n_vocabularies)]
     if sample is None:
         sets, report = read_descriptor_sets(
