@@ -53,6 +53,7 @@ __all__ = [
     "keep_readable",
     "path_list",
     "read_descriptor_sets",
+    "vectors_record",
     "walk_batch",
 ]
 
@@ -137,20 +138,40 @@ class EncodedImages:
     def record(self) -> dict:
         """JSON-serialisable description, as written to ``vectors.json``."""
         return {
-            "format": "vlad vectors",
-            "format_version": 1,
-            "vlad_version": __version__,
-            "shape": list(self.vectors.shape),
-            "inputs": self.inputs,
-            "codebook": {
-                "fingerprint": self.codebook.fingerprint,
-                "n_clusters": self.codebook.n_clusters,
-                "n_features": self.codebook.n_features,
-            },
-            "descriptor": self.descriptor,
-            "encoding": self.encoding.record(),
+            **vectors_record(
+                len(self.vectors),
+                self.inputs,
+                self.codebook,
+                self.descriptor,
+                self.encoding,
+            ),
             **self.report.record(),
         }
+
+
+def vectors_record(
+    n_rows: int,
+    inputs: PathOrPaths,
+    codebook: Codebook,
+    descriptor: Mapping | None,
+    encoding: EncodingOptions,
+) -> dict:
+    """What a file or folder of VLAD vectors records of how they were made
+    (format, shape, inputs, codebook, options), less the batch's report."""
+    return {
+        "format": "vlad vectors",
+        "format_version": 1,
+        "vlad_version": __version__,
+        "shape": [n_rows, codebook.n_clusters * codebook.n_features],
+        "inputs": [str(path) for path in path_list(inputs)],
+        "codebook": {
+            "fingerprint": codebook.fingerprint,
+            "n_clusters": codebook.n_clusters,
+            "n_features": codebook.n_features,
+        },
+        "descriptor": descriptor,
+        "encoding": encoding.record(),
+    }
 
 
 def extract_images(

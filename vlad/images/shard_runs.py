@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from vlad._version import __version__
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
@@ -29,6 +28,7 @@ from vlad.images.batch import (
     BatchReport,
     keep_readable,
     path_list,
+    vectors_record,
     walk_batch,
 )
 from vlad.images.extractors import Extractor, extractor_for_codebook
@@ -117,19 +117,8 @@ def plan_folder_run(
     images, walk_report = walk_batch(inputs, line_breaks=True)
     n_dimensions = codebook.n_clusters * codebook.n_features
     record = {
-        "format": "vlad vectors",
-        "format_version": 1,
-        "vlad_version": __version__,
+        **vectors_record(0, inputs, codebook, sift_options.record(), options),
         "layout": "shards",
-        "shape": [0, n_dimensions],
-        "inputs": [str(path) for path in path_list(inputs)],
-        "codebook": {
-            "fingerprint": codebook.fingerprint,
-            "n_clusters": codebook.n_clusters,
-            "n_features": codebook.n_features,
-        },
-        "descriptor": sift_options.record(),
-        "encoding": options.record(),
     }
     settings = run_settings(record, shard_images)
     writer = ShardWriter(folder, overwrite=overwrite, resume=resume)

@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from vlad._version import __version__
 from vlad.core.aggregators import require_aggregator
 from vlad.core.chunked_encoding import encode_in_chunks
 from vlad.core.codebook import Codebook
@@ -34,8 +33,8 @@ from vlad.images.batch import (
     ENCODE_CHUNK_IMAGES,
     check_same_kind,
     extract_in_order,
-    path_list,
     read_descriptor_sets,
+    vectors_record,
 )
 from vlad.images.dask_encoding import encode_shards_on_cluster
 from vlad.images.pool import Progress
@@ -247,18 +246,7 @@ def _encode_descriptors_to_folder(
         entries.append({"n_rows": len(names), "key": key})
     writer.commit(
         {
-            "format": "vlad vectors",
-            "format_version": 1,
-            "vlad_version": __version__,
-            "shape": [len(sets), n_dimensions],
-            "inputs": [str(path) for path in path_list(inputs)],
-            "codebook": {
-                "fingerprint": codebook.fingerprint,
-                "n_clusters": codebook.n_clusters,
-                "n_features": codebook.n_features,
-            },
-            "descriptor": sets.metadata,
-            "encoding": options.record(),
+            **vectors_record(len(sets), inputs, codebook, sets.metadata, options),
             **report.record(),
             "layout": "shards",
             "shards": entries,
