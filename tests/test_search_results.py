@@ -92,7 +92,8 @@ name_without_space = st.text(
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.dictionaries(
-        name_without_space,
+        # A line starting with "#" is a comment to COLMAP.
+        name_without_space.filter(lambda name: not name.startswith("#")),
         st.lists(name_without_space, min_size=1, max_size=4),
         max_size=4,
     )
@@ -118,6 +119,14 @@ def test_pairs_refuse_names_they_cannot_hold(tmp_path, name):
         results_of({"q.jpg": ["a.jpg", name]}).write(tmp_path / "pairs.txt")
     assert "\n" not in str(raised.value)
     assert not (tmp_path / "pairs.txt").exists()
+
+
+def test_pairs_refuse_a_query_that_colmap_reads_as_a_comment(tmp_path):
+    results_of({"q.jpg": ["#hash.jpg"]}).write(tmp_path / "pairs.txt")
+    with pytest.raises(ValueError, match="comment to COLMAP") as raised:
+        results_of({"#hash.jpg": ["q.jpg"]}).write(tmp_path / "hash.txt")
+    assert "\n" not in str(raised.value)
+    assert not (tmp_path / "hash.txt").exists()
 
 
 def test_the_csv_file_has_a_header_and_one_row_per_hit(tmp_path):

@@ -161,7 +161,7 @@ ERRORS = {
     "output of another kind": (
         ["encode", "{data}", "-c", "{codebook}", "-o", "v.json"],
         2,
-        "must end in .npy, or have no suffix for a folder",
+        "must end in .npy or .h5, or have no suffix for a folder",
     ),
     "output folder missing": (
         ["encode", "{data}", "-c", "{codebook}", "-o", "no/v.npy"],

@@ -32,6 +32,7 @@ from vlad.cli.reporting import (
 )
 from vlad.core.aggregators import AGGREGATORS
 from vlad.core.options import EncodingOptions
+from vlad.formats.hloc import write_global_features
 from vlad.formats.vectors import save_vectors, vector_file_paths
 from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
 from vlad.images.sharded import SHARD_IMAGES, encode_images_to_folder
@@ -51,9 +52,10 @@ logger = logging.getLogger("vlad.cli")
     help='Codebook file from "vlad fit".',
 )
 @file_or_folder_output(
-    ".npy",
+    (".npy", ".h5"),
     "Vectors to write: NAME.npy (with NAME.names.txt and NAME.json beside "
-    "it), or a folder of shards NAME (no suffix).",
+    "it), NAME.h5 (hloc's global features), or a folder of shards NAME (no "
+    "suffix).",
 )
 @click.option(
     "--aggregator",
@@ -137,6 +139,8 @@ def encode(
       NAME/part-00000-KEY.npy   vectors of the images of one shard
       NAME/part-00000-KEY.json  their names (any file name), what made them
       NAME/manifest.json        written last: as NAME.json, and the shards
+    An output ending in .h5 is hloc's global features: a group per image with
+    its vector as dataset global_descriptor, for hloc's pairs_from_retrieval.
     An interrupted run into a folder continues with --resume. With --dask or
     --scheduler, a Dask cluster makes the shards: each task writes one, the
     manifest is written here once all are, and the folder is the same, byte for
@@ -158,7 +162,7 @@ def encode(
             mass=mass,
             **variants,
         )
-    if output.suffix.lower() != ".npy":
+    if output.suffix.lower() not in (".npy", ".h5"):
         _encode_to_folder(
             inputs,
             codebook,
@@ -175,9 +179,10 @@ def encode(
             verbosity=verbosity,
         )
         return
-    check_file_output(".npy", resume, use_dask, scheduler)
+    hloc = output.suffix.lower() == ".h5"
+    check_file_output(output.suffix.lower(), resume, use_dask, scheduler)
     with library_errors():
-        outputs = vector_file_paths(output)
+        outputs = (output,) if hloc else vector_file_paths(output)
     check_outputs(outputs, overwrite)
     with library_errors(), progress_bar(verbosity, "Encoding") as progress:
         result = encode_images(
@@ -189,7 +194,8 @@ def encode(
             n_jobs=n_jobs,
             progress=progress,
         )
-        save_vectors(
+        save = write_global_features if hloc else save_vectors
+        save(
             output,
             result.vectors,
             result.names,
@@ -197,6 +203,18 @@ def encode(
             overwrite=overwrite,
         )
     n_images, n_dimensions = result.vectors.shape
+    if hloc:
+        logger.info(
+            "wrote the VLAD vectors of %s (%d x %d, codebook %s) to %s, hloc's "
+            "global features",
+            count(n_images, "image"),
+            n_images,
+            n_dimensions,
+            result.codebook.fingerprint,
+            output,
+        )
+        report_skipped(result.report)
+        return
     logger.info(
         "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, "
         "their names to %s and a report to %s",

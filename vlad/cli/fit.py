@@ -111,8 +111,8 @@ def fit(
     """Fit a codebook (k-means centres) on the descriptors of images.
 
     INPUT... are image folders and files as for "vlad extract", or one
-    descriptors file: an .npz from "vlad extract", or an .npy of shape (N, F)
-    or (T, L, F). Images are read as a stream: memory holds a uniform sample
+    descriptors file: an .npz from "vlad extract", an .npy of shape (N, F)
+    or (T, L, F), or hloc's local features (.h5: SuperPoint, DISK...). Images are read as a stream: memory holds a uniform sample
     of --sample descriptors (reservoir sampling, seeded by --seed), never every
     image's. The codebook records the descriptor options, and "vlad encode"
     makes descriptors the same way.

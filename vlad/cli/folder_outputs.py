@@ -26,15 +26,18 @@ __all__ = [
 logger = logging.getLogger("vlad.cli")
 
 
-def file_or_folder_output(suffix: str, help: str) -> Callable[[Callable], Callable]:
-    """``-o/--output``: a file ending in ``suffix``, or a folder of shards (a
-    name without a suffix)."""
+def file_or_folder_output(
+    suffix: str | tuple[str, ...], help: str
+) -> Callable[[Callable], Callable]:
+    """``-o/--output``: a file ending in ``suffix`` (or one of them), or a
+    folder of shards (a name without a suffix)."""
+    suffixes = (suffix,) if isinstance(suffix, str) else suffix
 
     def check(ctx, param, value: Path) -> Path:
-        if value.suffix and value.suffix.lower() != suffix:
+        if value.suffix and value.suffix.lower() not in suffixes:
             raise click.BadParameter(
-                f"must end in {suffix}, or have no suffix for a folder; "
-                f"got {str(value)!r}"
+                f"must end in {' or '.join(suffixes)}, or have no suffix for a "
+                f"folder; got {str(value)!r}"
             )
         return value
 

@@ -83,7 +83,8 @@ def index(
     verbosity: int,
 ) -> None:
     """Index the VLAD vectors of "vlad encode" (VECTORS.npy, its names beside
-    it, or a folder of shards) for "vlad search".
+    it, or a folder of shards) or hloc's global features (VECTORS.h5, from
+    "vlad encode" or hloc's NetVLAD...) for "vlad search".
 
     Images without descriptors (all-zero vectors) are kept by name but never
     returned as matches. The folder is written whole or not at all. A folder

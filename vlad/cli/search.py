@@ -17,7 +17,7 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
-from vlad.core.descriptors import DescriptorSets
+from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import load_index
 from vlad.search.queries import read_queries
@@ -103,8 +103,8 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
 @click.option(
     "--database-descriptors",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='The index images\' descriptors file from "vlad extract" (with their '
-    "keypoints), for --rerank spatial.",
+    help="The index images' descriptors file from \"vlad extract\" or hloc's "
+    "local features (.h5), with their keypoints, for --rerank spatial.",
 )
 @click.option(
     "--parameters",
@@ -133,8 +133,9 @@ def search(
 ) -> None:
     """Search INDEX (from "vlad index") for the best images of each QUERY.
 
-    QUERY... is a vectors file or folder from "vlad encode", a descriptors
-    file from "vlad extract", or image files and folders; descriptors and
+    QUERY... is a vectors file or folder from "vlad encode" (or hloc's global
+    features, .h5), a descriptors file from "vlad extract" (or hloc's local
+    features, .h5), or image files and folders; descriptors and
     images are encoded with --codebook as the index's vectors were. A query
     without descriptors finds nothing, and says why.
 
@@ -168,7 +169,7 @@ def search(
         results = index.search(
             found.vectors, k, query_names=found.names, expansion=expansion
         )
-        database_sets = DescriptorSets.load(database_descriptors) if spatial else None
+        database_sets = read_descriptor_file(database_descriptors) if spatial else None
         if spatial:
             results = rerank_spatially(
                 results,

@@ -1,4 +1,5 @@
-"""Descriptors given as a file instead of images: ``.npz`` sets or an ``.npy``."""
+"""Descriptors given as a file instead of images: ``.npz`` sets, an ``.npy``,
+or hloc's local features (``.h5``)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from vlad.formats.descriptor_shards import (
     open_descriptor_shards,
 )
 from vlad.formats.files import read_numpy_file
+from vlad.formats.hloc import HDF5_SUFFIXES, HlocLocalFeatures, open_local_features
 from vlad.formats.vectors import RECORD_SUFFIX
 
 __all__ = ["DESCRIPTOR_FILE_SUFFIXES", "descriptor_file_in", "read_descriptor_file"]
 
 #: Suffixes of the descriptor files that :func:`read_descriptor_file` reads.
-DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz")
+DESCRIPTOR_FILE_SUFFIXES = (".npy", ".npz", *HDF5_SUFFIXES)
 
 
 def descriptor_file_in(
@@ -49,7 +51,7 @@ def descriptor_file_in(
 
 def read_descriptor_file(
     path: str | os.PathLike, *, lazy: bool = False
-) -> DescriptorSets | ShardedDescriptorSets:
+) -> DescriptorSets | ShardedDescriptorSets | HlocLocalFeatures:
     """Descriptor sets from a file or a folder of descriptor shards.
 
     Parameters
@@ -57,18 +59,20 @@ def read_descriptor_file(
     path : path-like
         An ``.npz`` written by :meth:`vlad.DescriptorSets.save` (or ``vlad
         extract``), an ``.npy`` of shape (L, F) (one image) or (T, L, F)
-        (T images of L descriptors each), or a folder of shards written by
-        ``vlad extract -o FOLDER`` (see :mod:`vlad.formats.descriptor_shards`).
+        (T images of L descriptors each), a folder of shards written by
+        ``vlad extract -o FOLDER`` (see :mod:`vlad.formats.descriptor_shards`),
+        or hloc's local features, an ``.h5`` (see :mod:`vlad.formats.hloc`).
     lazy : bool, default=False
-        Open a folder of shards without reading it
+        Open a folder of shards or an ``.h5`` without reading it
         (:class:`~vlad.formats.descriptor_shards.ShardedDescriptorSets`, read
-        a shard at a time) instead of reading it whole.
+        a shard at a time, or :class:`~vlad.formats.hloc.HlocLocalFeatures`)
+        instead of reading it whole.
 
     Returns
     -------
-    DescriptorSets or ShardedDescriptorSets
-        With the keypoint positions an ``.npz`` or folder holds (``vlad
-        extract`` keeps them); an ``.npy`` holds none.
+    DescriptorSets, ShardedDescriptorSets or HlocLocalFeatures
+        With the keypoint positions an ``.npz``, folder or ``.h5`` holds
+        (``vlad extract`` and hloc keep them); an ``.npy`` holds none.
 
     Raises
     ------
@@ -76,13 +80,18 @@ def read_descriptor_file(
         No such file.
     ValueError
         A file that holds no descriptor sets (VLAD vectors, say: an ``.npy``
-        with a vectors record beside it), or one written by a newer vlad (one
-        line).
+        with a vectors record beside it, or hloc's global features), or one
+        written by a newer vlad (one line).
+    ImportError
+        An ``.h5`` without h5py installed.
     """
     path = Path(path)
     if path.is_dir():
         shards = open_descriptor_shards(path)
         return shards if lazy else shards.to_sets()
+    if path.suffix.lower() in HDF5_SUFFIXES:
+        features = open_local_features(path)
+        return features if lazy else features.to_sets()
     if path.suffix.lower() == ".npz":
         return DescriptorSets.load(path)
     _refuse_vectors_file(path)

@@ -1,7 +1,8 @@
 """VLAD vector files: ``vectors.npy`` beside ``vectors.names.txt`` and ``vectors.json``.
 
 (Or a folder of shards, read by :func:`load_vectors` too: see
-:mod:`vlad.formats.shards`.)
+:mod:`vlad.formats.shards`; or hloc's global features, an ``.h5``: see
+:mod:`vlad.formats.hloc`.)
 
 ``vectors.npy`` holds the ``(n_images, n_clusters * n_features)`` float32
 vectors, ``vectors.names.txt`` one image name per line in row order, and
@@ -21,6 +22,7 @@ import numpy as np
 from vlad.core.finite import largest_magnitude
 from vlad.core.validation import all_finite
 from vlad.formats.files import atomic_writes, read_numpy_file
+from vlad.formats.hloc import is_hdf5_path, read_global_features
 from vlad.formats.names import names_from_lines, names_to_lines
 from vlad.formats.shards import ShardedVectors, is_shard_folder, open_shards
 
@@ -131,7 +133,9 @@ def load_vectors(
     path : path-like
         The ``.npy`` file (with, where they exist, its ``.names.txt`` and
         ``.json``), or a folder of shards written by ``vlad encode`` (see
-        :mod:`vlad.formats.shards`), which always has names and a record.
+        :mod:`vlad.formats.shards`), which always has names and a record, or
+        hloc's global features, an ``.h5`` (see
+        :func:`vlad.formats.hloc.read_global_features`; read whole).
     mmap : bool, default=False
         Map the vectors read-only instead of reading them into memory. For a
         folder, the vectors are then a :class:`ShardedVectors`: one mapped
@@ -148,9 +152,14 @@ def load_vectors(
     FileNotFoundError
         No such file.
     ValueError
-        Not a readable 2-D ``.npy``, a names file of another length, or an
-        incomplete folder of shards.
+        Not a readable 2-D ``.npy``, a names file of another length, an
+        incomplete folder of shards, or an ``.h5`` that is not hloc's global
+        features.
+    ImportError
+        An ``.h5`` without h5py installed.
     """
+    if is_hdf5_path(path):
+        return read_global_features(path)
     if is_shard_folder(path):
         shards = open_shards(path)
         vectors = shards if mmap else np.asarray(shards)

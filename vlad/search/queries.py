@@ -16,6 +16,7 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.formats.descriptor_files import descriptor_file_in
+from vlad.formats.hloc import hloc_file_kind, is_hdf5_path
 from vlad.formats.shards import MANIFEST_NAME
 from vlad.formats.vectors import load_vectors
 from vlad.images.batch import BatchReport, encode_images, read_descriptor_sets
@@ -73,8 +74,9 @@ def read_queries(
     Parameters
     ----------
     inputs : path-like or sequence of path-like
-        A vectors ``.npy`` written by ``vlad encode`` (its names beside it); or
-        a descriptors file; or image files and folders.
+        A vectors ``.npy`` written by ``vlad encode`` (its names beside it) or
+        hloc's global features (``.h5``); or a descriptors file (hloc's local
+        features too); or image files and folders.
     index : VectorIndex
         Descriptors and images are encoded with the settings its vectors were
         made with (``index.source``).
@@ -107,10 +109,7 @@ def read_queries(
             index.source,
             f"the codebook has fingerprint {codebook.fingerprint}",
         )
-    if len(paths) == 1 and (
-        (Path(paths[0]).suffix.lower() == ".npy" and Path(paths[0]).is_file())
-        or (Path(paths[0]) / MANIFEST_NAME).is_file()
-    ):
+    if len(paths) == 1 and _holds_vectors(Path(paths[0])):
         return _vectors_file_queries(Path(paths[0]), index, keep_descriptors)
     if codebook is None:
         raise ValueError(
@@ -137,6 +136,15 @@ def read_queries(
     )
     vectors = encode(sets, codebook, options, n_jobs=n_jobs)
     return Queries(vectors, list(sets.names), sets, report)
+
+
+def _holds_vectors(path: Path) -> bool:
+    """Whether ``path`` is a vectors file or folder, or hloc's global features."""
+    if path.is_file() and is_hdf5_path(path):
+        return hloc_file_kind(path) == "global"
+    return (path.suffix.lower() == ".npy" and path.is_file()) or (
+        path / MANIFEST_NAME
+    ).is_file()
 
 
 def _vectors_file_queries(

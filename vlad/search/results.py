@@ -125,8 +125,10 @@ class SearchResults:
         Raises
         ------
         ValueError
-            Another suffix, or (for pairs) a name with whitespace, which the
-            pairs format cannot hold.
+            Another suffix, or (for pairs) a name with whitespace or a query
+            name starting with ``#``, which the pairs format cannot hold (hloc
+            splits lines at whitespace, COLMAP skips lines starting with
+            ``#``).
         """
         path = Path(path)
         suffix = path.suffix.lower()
@@ -167,6 +169,11 @@ class SearchResults:
                         f"a pairs file separates names by a space, and {name!r} "
                         "is empty or holds whitespace; write .json or .csv"
                     )
+            if result.names and result.query.startswith("#"):
+                raise ValueError(
+                    f"a pairs line starting with '#' is a comment to COLMAP, and "
+                    f"query {result.query!r} starts with one; write .json or .csv"
+                )
             lines.extend(f"{result.query} {name}\n" for name in result.names)
         return "".join(lines)
 

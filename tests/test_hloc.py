@@ -1,0 +1,479 @@
+"""hloc's HDF5 feature files (vlad.formats.hloc): local features written as
+hloc's extract_features.py writes them, read as descriptor sets by fit, encode
+and search; global features written by encode and read back by a reader made
+from hloc's pairs_from_retrieval.py; pairs files read as hloc and COLMAP read
+them; one-line errors for damaged and wrongly laid-out files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import vlad
+from vlad.cli.main import main as cli
+from vlad.formats import hloc
+from vlad.formats.descriptor_files import read_descriptor_file
+
+h5py = pytest.importorskip("h5py")
+
+#: Names as hloc makes them (relative paths), with a space and non-ASCII.
+NAMES = ["db/0001.jpg", "db/0002.jpg", "a.jpg", "query/day/q 1.jpg", "café/日本.png"]
+
+
+# What hloc does, written from its source: extract_features.main's loop,
+# utils.io.list_h5_names and pairs_from_retrieval.get_descriptors.
+
+
+def hloc_write_local(path, name, pred, as_half=True):
+    """extract_features.main: one image's predictions into the features file."""
+    if as_half:
+        for k in pred:
+            dt = pred[k].dtype
+            if (dt == np.float32) and (dt != np.float16):
+                pred[k] = pred[k].astype(np.float16)
+    with h5py.File(str(path), "a", libver="latest") as fd:
+        if name in fd:
+            del fd[name]
+        grp = fd.create_group(name)
+        for k, v in pred.items():
+            grp.create_dataset(k, data=v)
+        if "keypoints" in pred:
+            grp["keypoints"].attrs["uncertainty"] = 1.0
+
+
+def hloc_list_h5_names(path):
+    """utils.io.list_h5_names."""
+    names = []
+    with h5py.File(str(path), "r", libver="latest") as fd:
+
+        def visit_fn(_, obj):
+            if isinstance(obj, h5py.Dataset):
+                names.append(obj.parent.name.strip("/"))
+
+        fd.visititems(visit_fn)
+    return list(set(names))
+
+
+def hloc_get_descriptors(names, path, key="global_descriptor"):
+    """pairs_from_retrieval.get_descriptors (as float32 NumPy, not torch)."""
+    with h5py.File(str(path), "r", libver="latest") as fd:
+        desc = [fd[n][key].__array__() for n in names]
+    return np.stack(desc, 0).astype(np.float32)
+
+
+def hloc_parse_retrieval(path):
+    """utils.parsers.parse_retrieval."""
+    retrieval = defaultdict(list)
+    with open(path) as f:
+        for p in f.read().rstrip("\n").split("\n"):
+            if len(p) == 0:
+                continue
+            q, r = p.split()
+            retrieval[q].append(r)
+    return dict(retrieval)
+
+
+def colmap_read_pairs(path):
+    """COLMAP's ReadImagePairsText (matches_importer): trim the line, skip
+    empty and '#' lines, the names up to the first and the next space."""
+    pairs = []
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        line = line.strip(" \t\n\v\f\r")
+        if not line or line[0] == "#":
+            continue
+        first, _, rest = line.partition(" ")
+        pairs.append((first.strip(), rest.partition(" ")[0].strip()))
+    return pairs
+
+
+def predictions(rng, n_keypoints, n_features=64):
+    """What a local feature extractor gives hloc for one image: keypoints
+    (N, 2), scores (N,), descriptors (D, N) and the image size."""
+    return {
+        "keypoints": rng.uniform(0, 640, (n_keypoints, 2)).astype(np.float32),
+        "scores": rng.uniform(0, 1, n_keypoints).astype(np.float32),
+        "descriptors": rng.normal(size=(n_features, n_keypoints)).astype(np.float32),
+        "image_size": np.array([640, 480]),
+    }
+
+
+def write_local_features(path, names, *, as_half=True, n_features=64, seed=0):
+    """An hloc local features file of ``names``; returns each image's
+    predictions as written (float16 where ``as_half``)."""
+    rng = np.random.default_rng(seed)
+    written = {}
+    for index, name in enumerate(names):
+        pred = predictions(rng, 20 + 7 * index, n_features)
+        hloc_write_local(path, name, pred, as_half)
+        written[name] = pred
+    return written
+
+
+def reference_sets(path):
+    """Descriptor sets built from what hloc's own reading gives: images in
+    sorted name order, descriptors transposed to rows, keypoints x, y."""
+    names = sorted(hloc_list_h5_names(path))
+    with h5py.File(str(path), "r") as fd:
+        blocks = [fd[n]["descriptors"].__array__().T for n in names]
+        positions = [fd[n]["keypoints"].__array__() for n in names]
+    keypoints = [
+        np.column_stack([p, np.zeros((len(p), 2))]).astype(np.float32)
+        for p in positions
+    ]
+    return vlad.DescriptorSets.from_list(
+        [b.astype(np.float32) for b in blocks], names, keypoints=keypoints
+    )
+
+
+@pytest.fixture
+def features(tmp_path):
+    path = tmp_path / "feats-superpoint.h5"
+    write_local_features(path, NAMES)
+    return path
+
+
+@pytest.mark.parametrize("as_half", [True, False])
+def test_local_features_read_as_hloc_reads_them(tmp_path, as_half):
+    path = tmp_path / "feats.h5"
+    written = write_local_features(path, NAMES, as_half=as_half)
+    sets = read_descriptor_file(path)
+    expected = reference_sets(path)
+    assert sets.names == sorted(NAMES) == expected.names
+    np.testing.assert_array_equal(sets.offsets, expected.offsets)
+    np.testing.assert_array_equal(sets.descriptors, expected.descriptors)
+    np.testing.assert_array_equal(sets.keypoints, expected.keypoints)
+    for t, name in enumerate(sets.names):
+        np.testing.assert_array_equal(sets[t], written[name]["descriptors"].T)
+        np.testing.assert_array_equal(
+            sets.keypoints_of(t)[:, :2], written[name]["keypoints"]
+        )
+    assert sets.dtype == np.float32
+    assert sets.metadata == {
+        "extractor": "hloc",
+        "file": "feats.h5",
+        "n_features": 64,
+        "dtype": "float16" if as_half else "float32",
+    }
+
+
+def test_lazy_reading_gives_the_same_sets_chunk_after_chunk(features, monkeypatch):
+    monkeypatch.setattr(hloc, "CHUNK_IMAGES", 2)
+    lazy = read_descriptor_file(features, lazy=True)
+    expected = reference_sets(features)
+    assert isinstance(lazy, hloc.HlocLocalFeatures)
+    assert len(lazy) == len(expected) and lazy.names == expected.names
+    np.testing.assert_array_equal(lazy.lengths, expected.lengths)
+    for t in [4, 0, 3, 1, 2]:  # out of order: chunks are read again
+        np.testing.assert_array_equal(lazy[t], expected[t])
+        np.testing.assert_array_equal(lazy.keypoints_of(t), expected.keypoints_of(t))
+    part = lazy.between(1, 4)
+    assert part.names == expected.names[1:4]
+    np.testing.assert_array_equal(part.descriptors, expected.between(1, 4).descriptors)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.dictionaries(
+        st.lists(
+            st.text(st.sampled_from("ab .é"), min_size=1, max_size=3).filter(
+                lambda part: part not in (".", "..")
+            ),
+            min_size=1,
+            max_size=3,
+        ).map("/".join),
+        st.integers(0, 4),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_any_names_and_lengths_read_back(tmp_path_factory, lengths):
+    # A name that is a folder of another ("a" and "a/b") cannot come from hloc.
+    assume(
+        all(not other.startswith(name + "/") for name in lengths for other in lengths)
+    )
+    path = tmp_path_factory.mktemp("any") / "feats.h5"
+    rng = np.random.default_rng(0)
+    for name, length in lengths.items():
+        hloc_write_local(path, name, predictions(rng, length, 3), as_half=False)
+    sets = read_descriptor_file(path)
+    assert sets.names == sorted(lengths)
+    assert sets.lengths.tolist() == [lengths[name] for name in sorted(lengths)]
+    np.testing.assert_array_equal(sets.descriptors, reference_sets(path).descriptors)
+
+
+def test_fit_and_encode_match_the_same_descriptors_in_memory(features, tmp_path):
+    expected = reference_sets(features)
+    codebook, _ = vlad.fit_codebook_to_images(features, 4, n_jobs=1)
+    reference = vlad.fit_codebook(expected, 4, n_jobs=1)
+    np.testing.assert_allclose(codebook.centers, reference.centers, atol=1e-6)
+    assert codebook.metadata["descriptor"]["extractor"] == "hloc"
+    encoded = vlad.encode_images(features, codebook, n_jobs=1)
+    assert encoded.names == expected.names
+    np.testing.assert_allclose(
+        encoded.vectors, vlad.encode(expected, codebook, n_jobs=1), atol=1e-6
+    )
+
+
+def test_a_codebook_of_another_dimension_or_kind_is_refused(features, tmp_path):
+    other = tmp_path / "feats-disk.h5"
+    write_local_features(other, NAMES[:2], n_features=32)
+    codebook, _ = vlad.fit_codebook_to_images(other, 2, n_jobs=1)
+    with pytest.raises(ValueError, match="features") as raised:
+        vlad.encode_images(features, codebook, n_jobs=1)
+    assert "\n" not in str(raised.value)
+    sift = tmp_path / "feats-sift.h5"
+    write_local_features(sift, NAMES[:2], n_features=128)
+    sift_codebook, _ = vlad.fit_codebook_to_images(
+        "data", 2, descriptor_options={"max_keypoints": 50}, n_jobs=1
+    )
+    with pytest.raises(
+        ValueError, match="'opencv-sift' descriptors but these are"
+    ) as raised:
+        vlad.encode_images(sift, sift_codebook, n_jobs=1)
+    assert "\n" not in str(raised.value)
+
+
+def global_features_as_hloc_writes(path, vectors, names, as_half=True):
+    """extract_features.main with a global extractor (NetVLAD): a group per
+    image with global_descriptor (D,) and image_size."""
+    for vector, name in zip(vectors, names, strict=True):
+        pred = {
+            "global_descriptor": vector.astype(np.float32),
+            "image_size": np.array([640, 480]),
+        }
+        hloc_write_local(path, name, pred, as_half)
+
+
+def test_global_features_written_are_what_hloc_reads(tmp_path):
+    vectors = np.random.default_rng(1).normal(size=(len(NAMES), 6)).astype(np.float32)
+    path = tmp_path / "global-feats-vlad.h5"
+    hloc.write_global_features(path, vectors, NAMES, {"codebook": {"n": 1}})
+    assert sorted(hloc_list_h5_names(path)) == sorted(NAMES)
+    np.testing.assert_array_equal(hloc_get_descriptors(NAMES, path), vectors)
+    read, names, record = hloc.read_global_features(path)
+    order = [NAMES.index(name) for name in names]
+    assert names == sorted(NAMES)
+    np.testing.assert_array_equal(read, vectors[order])
+    assert record == {"codebook": {"n": 1}}
+    assert vlad.load_vectors(path)[1] == names
+    with pytest.raises(FileExistsError):
+        hloc.write_global_features(path, vectors, NAMES, overwrite=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["global-feats-vlad.h5"]
+
+
+def test_global_features_of_hloc_read_as_vectors(tmp_path):
+    vectors = np.random.default_rng(2).normal(size=(3, 8)).astype(np.float32)
+    path = tmp_path / "global-feats-netvlad.h5"
+    global_features_as_hloc_writes(path, vectors, ["b/1.jpg", "a.jpg", "c d.jpg"])
+    read, names, record = hloc.read_global_features(path)
+    assert names == ["a.jpg", "b/1.jpg", "c d.jpg"] and record is None
+    np.testing.assert_array_equal(read, vectors[[1, 0, 2]].astype(np.float16))
+    assert read.dtype == np.float32
+    assert hloc.hloc_file_kind(path) == "global"
+
+
+@pytest.mark.parametrize(
+    "names, message",
+    [
+        (["/abs.jpg"], "relative path"),
+        (["a//b.jpg"], "relative path"),
+        (["a/./b.jpg"], "relative path"),
+        ([""], "relative path"),
+        (["a/"], "relative path"),
+        (["caf\udce9.jpg"], "UTF-8"),
+        (["a.jpg", "a.jpg"], "distinct"),
+        (["a.jpg", "a.jpg/global_descriptor"], "cannot be an hloc group"),
+    ],
+)
+def test_names_hloc_cannot_hold_are_refused(tmp_path, names, message):
+    path = tmp_path / "g.h5"
+    with pytest.raises(ValueError, match=message) as raised:
+        hloc.write_global_features(path, np.ones((len(names), 2)), names)
+    assert "\n" not in str(raised.value)
+    assert not path.exists()
+
+
+def layout(path, name, **datasets):
+    with h5py.File(path, "a") as file:
+        group = file.create_group(name)
+        for key, value in datasets.items():
+            group[key] = value
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda p: layout(
+                p, "a.jpg", keypoints=np.ones((5, 2)), descriptors=np.ones((5, 64))
+            ),
+            r"shape \(5, 64\) for 5 keypoints; expected \(D, 5\), one column per "
+            r"keypoint \(hloc stores them transposed\)",
+        ),
+        (
+            lambda p: layout(p, "a.jpg", descriptors=np.ones((64, 5))),
+            "'a.jpg' has descriptors but no 'keypoints' dataset",
+        ),
+        (
+            lambda p: layout(
+                p, "a.jpg", keypoints=np.ones((5, 3)), descriptors=np.ones((64, 5))
+            ),
+            r"keypoints of shape \(5, 3\); expected \(N, 2\)",
+        ),
+        (
+            lambda p: layout(
+                p,
+                "a.jpg",
+                keypoints=np.ones((5, 2)),
+                descriptors=np.array([["x"] * 5] * 2, dtype="S1"),
+            ),
+            "descriptors of dtype",
+        ),
+        (
+            lambda p: (
+                layout(
+                    p, "a.jpg", keypoints=np.ones((5, 2)), descriptors=np.ones((64, 5))
+                ),
+                layout(
+                    p, "b.jpg", keypoints=np.ones((5, 2)), descriptors=np.ones((32, 5))
+                ),
+            ),
+            "'b.jpg' have 32 dimensions but those of 'a.jpg' have 64",
+        ),
+        (
+            lambda p: layout(p, "a.jpg", global_descriptor=np.ones(8)),
+            "holds hloc's global features",
+        ),
+        (
+            lambda p: layout(p, "a.jpg", other=np.ones(8)),
+            "holds no hloc local features",
+        ),
+        (
+            lambda p: h5py.File(p, "w").create_dataset("descriptors", data=[[1.0]]),
+            "outside any image's group",
+        ),
+        (lambda p: p.write_bytes(b"not HDF5 at all"), "is not a readable HDF5 file"),
+    ],
+    ids=[
+        "not transposed",
+        "no keypoints",
+        "keypoints not (N, 2)",
+        "not numbers",
+        "two dimensions",
+        "global features",
+        "no features",
+        "outside a group",
+        "not HDF5",
+    ],
+)
+def test_wrongly_laid_out_files_are_refused_in_one_line(tmp_path, make, message):
+    path = tmp_path / "feats.h5"
+    make(path)
+    with pytest.raises(ValueError, match=message) as raised:
+        read_descriptor_file(path)
+    assert "\n" not in str(raised.value)
+    assert str(path) in str(raised.value)
+
+
+def test_a_truncated_file_is_refused_in_one_line(features):
+    data = features.read_bytes()
+    for size in (len(data) // 2, 100, 0):
+        features.write_bytes(data[:size])
+        for read in (read_descriptor_file, hloc.read_global_features):
+            with pytest.raises(ValueError, match="not a readable HDF5 file") as raised:
+                read(features)
+            assert "\n" not in str(raised.value)
+
+
+def test_local_features_are_not_vectors(features):
+    with pytest.raises(ValueError, match="holds hloc's local features, not global"):
+        vlad.load_vectors(features)
+
+
+def test_without_h5py_the_error_says_what_to_install(features, monkeypatch):
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    for call in (
+        lambda: read_descriptor_file(features),
+        lambda: hloc.write_global_features(features, np.ones((1, 2)), ["a"]),
+    ):
+        with pytest.raises(ImportError, match=r"pip install 'vlad\[hloc\]'"):
+            call()
+
+
+def test_fit_encode_index_search_from_the_command_line(tmp_path):
+    """The round trip of docs/hloc.md: each file read as hloc and COLMAP read
+    them, the pairs checked against a brute-force search of hloc's reading."""
+    names = [name for name in NAMES if " " not in name]
+    features = tmp_path / "feats-superpoint.h5"
+    write_local_features(features, names)
+    runner = CliRunner()
+    paths = {key: str(tmp_path / key) for key in ("codebook.npz", "index")}
+    global_feats, pairs = tmp_path / "global-feats-vlad.h5", tmp_path / "pairs.txt"
+    commands = [
+        ["fit", str(features), "-k", "4", "-o", paths["codebook.npz"]],
+        ["encode", str(features), "-c", paths["codebook.npz"], "-o", str(global_feats)],
+        ["index", str(global_feats), "-o", paths["index"]],
+        ["search", paths["index"], str(global_feats), "-k", "2", "-o", str(pairs)],
+    ]
+    for command in commands:
+        result = runner.invoke(cli, command)
+        assert result.exit_code == 0, result.output
+    vectors = hloc_get_descriptors(names, global_feats)
+    scores = vectors @ vectors.T
+    expected = {
+        query: [names[j] for j in np.argsort(-scores[i], kind="stable")[:2]]
+        for i, query in enumerate(names)
+    }
+    assert hloc_parse_retrieval(pairs) == expected
+    assert colmap_read_pairs(pairs) == [
+        (query, name) for query in sorted(names) for name in expected[query]
+    ]
+    # Queries given as local features are encoded with the codebook and find
+    # the same; spatial verification reads the database's .h5 too.
+    spatial = tmp_path / "spatial.txt"
+    result = runner.invoke(
+        cli,
+        [
+            "search",
+            paths["index"],
+            str(features),
+            "-c",
+            paths["codebook.npz"],
+            "-k",
+            "2",
+            "--rerank",
+            "spatial",
+            "--database-descriptors",
+            str(features),
+            "-o",
+            str(spatial),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert {q: sorted(r) for q, r in hloc_parse_retrieval(spatial).items()} == {
+        q: sorted(r) for q, r in expected.items()
+    }
+
+
+def test_encode_refuses_global_features_as_input(tmp_path, features):
+    codebook = tmp_path / "codebook.npz"
+    vlad.fit_codebook_to_images(features, 2, n_jobs=1)[0].save(codebook)
+    global_feats = tmp_path / "g.h5"
+    hloc.write_global_features(global_feats, np.ones((1, 2)), ["a.jpg"])
+    result = CliRunner().invoke(
+        cli, ["encode", str(global_feats), "-c", str(codebook), "-o", "v.npy"]
+    )
+    assert result.exit_code == 1
+    assert "holds hloc's global features" in result.output
+    assert os.linesep not in result.output.strip()
