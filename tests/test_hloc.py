@@ -477,3 +477,27 @@ def test_encode_refuses_global_features_as_input(tmp_path, features):
     assert result.exit_code == 1
     assert "holds hloc's global features" in result.output
     assert os.linesep not in result.output.strip()
+
+
+def test_info_describes_both_kinds_of_file(features, tmp_path):
+    from vlad.formats.info import describe_file
+
+    local = describe_file(features)
+    expected = reference_sets(features)
+    assert local["kind"] == "descriptor sets"
+    assert local["format"] == "hloc local features"
+    assert local["n_images"] == len(NAMES)
+    assert local["n_descriptors"] == expected.descriptors.shape[0]
+    assert local["descriptors_per_image"]["max"] == expected.lengths.max()
+    global_feats = tmp_path / "global-feats.h5"
+    vectors = np.vstack([np.ones((2, 3)), np.zeros((1, 3))])
+    hloc.write_global_features(
+        global_feats, vectors, ["a", "b", "c"], {"inputs": ["x"]}
+    )
+    summary = describe_file(global_feats)
+    assert (summary["kind"], summary["n_images"], summary["n_dimensions"]) == (
+        "vectors",
+        3,
+        3,
+    )
+    assert summary["n_zero_rows"] == 1 and summary["inputs"] == ["x"]

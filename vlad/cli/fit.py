@@ -112,10 +112,11 @@ def fit(
 
     INPUT... are image folders and files as for "vlad extract", or one
     descriptors file: an .npz from "vlad extract", an .npy of shape (N, F)
-    or (T, L, F), or hloc's local features (.h5: SuperPoint, DISK...). Images are read as a stream: memory holds a uniform sample
-    of --sample descriptors (reservoir sampling, seeded by --seed), never every
-    image's. The codebook records the descriptor options, and "vlad encode"
-    makes descriptors the same way.
+    or (T, L, F), or hloc's local features (.h5: SuperPoint, DISK...).
+    Images are read as a stream: memory holds a uniform sample of --sample
+    descriptors (reservoir sampling, seeded by --seed), never every image's.
+    The codebook records the descriptor options, and "vlad encode" makes
+    descriptors the same way.
 
     \b
     Examples:

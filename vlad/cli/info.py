@@ -18,8 +18,9 @@ __all__ = ["info"]
 @click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(file: Path, as_json: bool) -> None:
-    """Show what FILE holds: a codebook or descriptor sets (.npz), or vectors
-    (.npy, with its .names.txt and .json beside it, or a folder of shards).
+    """Show what FILE holds: a codebook or descriptor sets (.npz), vectors
+    (.npy, with its .names.txt and .json beside it, or a folder of shards),
+    or hloc's local or global features (.h5).
 
     The file, its kind, shapes and fingerprint are what vlad computes, never
     what the file's record claims; control characters in names and records

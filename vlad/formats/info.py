@@ -19,6 +19,12 @@ from vlad.formats.files import (
     read_numpy_file,
     read_record_archive,
 )
+from vlad.formats.hloc import (
+    HDF5_SUFFIXES,
+    hloc_file_kind,
+    open_local_features,
+    read_global_features,
+)
 from vlad.formats.shards import MANIFEST_NAME, is_shard_folder, open_shards
 from vlad.formats.vectors import load_vectors, vector_file_paths
 
@@ -47,7 +53,8 @@ def describe_file(path: str | os.PathLike) -> dict:
         A codebook or descriptor sets ``.npz`` (from :meth:`Codebook.save`,
         :meth:`DescriptorSets.save` or the ``vlad`` command), a vectors ``.npy``
         with its record (see :mod:`vlad.formats.vectors`), a folder of vector
-        shards (see :mod:`vlad.formats.shards`) or any other ``.npy``.
+        shards (see :mod:`vlad.formats.shards`), hloc's local or global
+        features ``.h5`` (see :mod:`vlad.formats.hloc`) or any other ``.npy``.
 
     Returns
     -------
@@ -97,9 +104,11 @@ def describe_file(path: str | os.PathLike) -> dict:
         )
     if suffix == ".npy":
         return _describe_npy(path)
+    if suffix in HDF5_SUFFIXES:
+        return _describe_hloc(path)
     raise ValueError(
         f"{path} is not a vlad file: expected a codebook or descriptor sets .npz, "
-        "or a vectors .npy"
+        "a vectors .npy or hloc's features .h5"
     )
 
 
@@ -229,6 +238,45 @@ def _describe_descriptor_folder(path: Path) -> dict:
         "n_empty": int(np.count_nonzero(lengths == 0)),
         "n_shards": shards.n_shards,
         "descriptor": shards.metadata,
+    }
+
+
+def _describe_hloc(path: Path) -> dict:
+    """hloc's local features as descriptor sets (from the datasets' shapes),
+    or its global features as vectors."""
+    if hloc_file_kind(path) == "global":
+        vectors, _, record = read_global_features(path)
+        summary = {
+            "file": str(path),
+            "kind": "vectors",
+            "format": "hloc global features",
+            "n_images": int(vectors.shape[0]),
+            "n_dimensions": int(vectors.shape[1]),
+            "all_finite": True,  # read_global_features refuses others
+            "n_zero_rows": int(np.count_nonzero(~vectors.any(axis=1))),
+        }
+        for field in _VECTOR_RECORD_FIELDS:
+            if field in (record or {}):
+                summary[field] = record[field]
+        return summary
+    features = open_local_features(path)
+    lengths = features.lengths
+    return {
+        "file": str(path),
+        "kind": "descriptor sets",
+        "format": "hloc local features",
+        "n_images": len(features),
+        "n_descriptors": int(lengths.sum()),
+        "n_features": features.n_features,
+        "dtype": features.metadata["dtype"],
+        "keypoints": ["x", "y"],
+        "descriptors_per_image": {
+            "min": int(lengths.min()),
+            "median": float(np.median(lengths)),
+            "max": int(lengths.max()),
+        },
+        "n_empty": int(np.count_nonzero(lengths == 0)),
+        "descriptor": features.metadata,
     }
 
 
