@@ -99,16 +99,16 @@ def _open(path: Path):
 def _image_names(file, dataset: str, path: Path) -> list[str]:
     """The sorted names of the groups of ``file`` that hold a dataset named
     ``dataset`` (hloc's ``list_h5_names``)."""
-    h5py = _h5py()
     names = []
 
-    def visit(name: str, item) -> None:
+    def visit(name: str) -> None:
         group, _, leaf = name.rpartition("/")
-        if leaf == dataset and isinstance(item, h5py.Dataset):
+        if leaf == dataset:
             names.append(group)
 
     try:
-        file.visititems(visit)
+        # Names only: opening every object (visititems) takes five times as long.
+        file.visit(visit)
     except (OSError, RuntimeError) as error:
         raise ValueError(f"{path} is a damaged HDF5 file: {error}") from None
     if "" in names:
@@ -230,9 +230,8 @@ class HlocLocalFeatures:
         with _open(self.path) as file:
             for name, first, last in zip(names, offsets[:-1], offsets[1:], strict=True):
                 try:
-                    group = file[name]
-                    block = group[LOCAL_DATASET][()]
-                    positions = group["keypoints"][()]
+                    block = file[f"{name}/{LOCAL_DATASET}"][()]
+                    positions = file[f"{name}/keypoints"][()]
                 except (OSError, KeyError, RuntimeError) as error:
                     raise ValueError(
                         f"{self.path}: cannot read the features of {name!r}: {error}"
@@ -246,7 +245,8 @@ class HlocLocalFeatures:
                         f"{self.path} changed while it was read: the features of "
                         f"{name!r} are not those it held when opened"
                     )
-                descriptors[first:last] = block.T
+                # Converted first: NumPy converts float16 faster in order.
+                descriptors[first:last] = block.astype(np.float32, copy=False).T
                 keypoints[first:last, :2] = positions
         for array, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
             if not all_finite(array):
@@ -342,8 +342,7 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
         dtypes: set[str] = set()
         n_features = first = None
         for index, name in enumerate(names):
-            group = file[name]
-            width, length, dtype = _layout(group, name, path)
+            width, length, dtype = _layout(file, name, path)
             if n_features is None:
                 n_features, first = width, name
             elif width != n_features:
@@ -363,13 +362,15 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
     return HlocLocalFeatures(path, names, lengths, metadata)
 
 
-def _layout(group, name: str, path: Path) -> tuple[int, int, str]:
+def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
     """The descriptor dimension, number of keypoints and descriptor dtype of
-    one image's group, checked against hloc's layout."""
+    image ``name``, checked against hloc's layout."""
     h5py = _h5py()
-    descriptors = group[LOCAL_DATASET]
-    keypoints = group.get("keypoints")
+    descriptors = file[f"{name}/{LOCAL_DATASET}"]
+    keypoints = file.get(f"{name}/keypoints")
     where = f"{path}: image {name!r}"
+    if not isinstance(descriptors, h5py.Dataset):
+        raise ValueError(f"{where} has a group named {LOCAL_DATASET!r}, not a dataset")
     if not isinstance(keypoints, h5py.Dataset):
         raise ValueError(
             f"{where} has descriptors but no 'keypoints' dataset; hloc's local "
@@ -529,6 +530,7 @@ def read_global_features(
     ImportError
         h5py is not installed.
     """
+    h5py = _h5py()
     path = Path(path)
     with _open(path) as file:
         names = _image_names(file, GLOBAL_DATASET, path)
@@ -543,8 +545,14 @@ def read_global_features(
         record = _record_of(file, path)
         vectors = None
         for row, name in enumerate(names):
+            dataset = file[f"{name}/{GLOBAL_DATASET}"]
+            if not isinstance(dataset, h5py.Dataset):
+                raise ValueError(
+                    f"{path}: image {name!r} has a group named {GLOBAL_DATASET!r}, "
+                    "not a dataset"
+                )
             try:
-                vector = file[name][GLOBAL_DATASET][()]
+                vector = np.asarray(dataset[()])
             except (OSError, RuntimeError) as error:
                 raise ValueError(
                     f"{path}: cannot read the global descriptor of {name!r}: {error}"
