@@ -501,3 +501,41 @@ def test_info_describes_both_kinds_of_file(features, tmp_path):
         3,
     )
     assert summary["n_zero_rows"] == 1 and summary["inputs"] == ["x"]
+
+
+def test_nan_descriptors_are_refused_in_one_line(tmp_path):
+    path = tmp_path / "feats.h5"
+    pred = predictions(np.random.default_rng(0), 4)
+    pred["descriptors"][3, 2] = np.nan
+    hloc_write_local(path, "a.jpg", pred)
+    with pytest.raises(ValueError, match="NaN or infinite descriptors") as raised:
+        read_descriptor_file(path)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("reader", ["local", "global"])
+def test_damaged_bytes_give_features_or_a_one_line_error(tmp_path, reader):
+    """Garbage written over any part of a file: it reads (the garbage fell in
+    the data) or is refused with a ValueError naming it; nothing else."""
+    path = tmp_path / "feats.h5"
+    if reader == "local":
+        write_local_features(path, NAMES[:3])
+        read = read_descriptor_file
+    else:
+        hloc.write_global_features(path, np.ones((3, 4)), NAMES[:3], {"a": 1})
+        read = hloc.read_global_features
+    data = path.read_bytes()
+    rng = np.random.default_rng(0)
+    outcomes = set()
+    for offset in range(0, len(data), max(1, len(data) // 60)):
+        damaged = bytearray(data)
+        size = len(damaged[offset : offset + 16])
+        damaged[offset : offset + size] = rng.bytes(size)
+        path.write_bytes(bytes(damaged))
+        try:
+            read(path)
+            outcomes.add("read")
+        except ValueError as error:
+            assert "\n" not in str(error) and str(path) in str(error), str(error)
+            outcomes.add("refused")
+    assert "refused" in outcomes

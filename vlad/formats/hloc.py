@@ -23,10 +23,11 @@ whatever order the file keeps them in. Reading needs h5py
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -84,16 +85,29 @@ def is_hdf5_path(path: str | os.PathLike) -> bool:
     return Path(path).suffix.lower() in HDF5_SUFFIXES
 
 
-def _open(path: Path):
-    """``path`` open for reading; a one-line error for a file HDF5 cannot
-    open (truncated, or not HDF5 at all)."""
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator:
+    """``path`` open for reading; a one-line ``ValueError`` for a file HDF5
+    cannot open (truncated, not HDF5) or read (damaged)."""
     h5py = _h5py()
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     try:
-        return h5py.File(path, "r")
+        file = h5py.File(path, "r")
     except OSError as error:
-        raise ValueError(f"{path} is not a readable HDF5 file: {error}") from None
+        raise ValueError(
+            f"{path} is not a readable HDF5 file: {_one_line(error)}"
+        ) from None
+    try:
+        with file:
+            yield file
+    except (OSError, RuntimeError, KeyError) as error:
+        raise ValueError(f"{path} is a damaged HDF5 file: {_one_line(error)}") from None
+
+
+def _one_line(error: Exception) -> str:
+    """HDF5's message, on one line."""
+    return " ".join(str(error).split())
 
 
 def _image_names(file, dataset: str, path: Path) -> list[str]:
@@ -101,16 +115,15 @@ def _image_names(file, dataset: str, path: Path) -> list[str]:
     ``dataset`` (hloc's ``list_h5_names``)."""
     names = []
 
-    def visit(name: str) -> None:
+    def visit(name: str | bytes) -> None:
+        if isinstance(name, bytes):  # h5py's name that is not UTF-8
+            raise ValueError(f"{path} holds a name that is not UTF-8: {name!r}")
         group, _, leaf = name.rpartition("/")
         if leaf == dataset:
             names.append(group)
 
-    try:
-        # Names only: opening every object (visititems) takes five times as long.
-        file.visit(visit)
-    except (OSError, RuntimeError) as error:
-        raise ValueError(f"{path} is a damaged HDF5 file: {error}") from None
+    # Names only: opening every object (visititems) takes five times as long.
+    file.visit(visit)
     if "" in names:
         raise ValueError(
             f"{path} holds a {dataset!r} dataset outside any image's group; hloc "
@@ -229,13 +242,8 @@ class HlocLocalFeatures:
         names = self.names[start:stop]
         with _open(self.path) as file:
             for name, first, last in zip(names, offsets[:-1], offsets[1:], strict=True):
-                try:
-                    block = file[f"{name}/{LOCAL_DATASET}"][()]
-                    positions = file[f"{name}/keypoints"][()]
-                except (OSError, KeyError, RuntimeError) as error:
-                    raise ValueError(
-                        f"{self.path}: cannot read the features of {name!r}: {error}"
-                    ) from None
+                block = file[f"{name}/{LOCAL_DATASET}"][()]
+                positions = file[f"{name}/keypoints"][()]
                 length = int(last - first)
                 if block.shape != (self.n_features, length) or positions.shape != (
                     length,
@@ -551,12 +559,7 @@ def read_global_features(
                     f"{path}: image {name!r} has a group named {GLOBAL_DATASET!r}, "
                     "not a dataset"
                 )
-            try:
-                vector = np.asarray(dataset[()])
-            except (OSError, RuntimeError) as error:
-                raise ValueError(
-                    f"{path}: cannot read the global descriptor of {name!r}: {error}"
-                ) from None
+            vector = np.asarray(dataset[()])
             if vector.ndim != 1 or vector.dtype.kind not in "fiu":
                 raise ValueError(
                     f"{path}: the global descriptor of {name!r} has shape "
