@@ -232,6 +232,8 @@ def test_a_codebook_of_another_dimension_or_kind_is_refused(features, tmp_path):
     with pytest.raises(ValueError, match="features") as raised:
         vlad.encode_images(features, codebook, n_jobs=1)
     assert "\n" not in str(raised.value)
+    with pytest.raises(ValueError, match="give hloc's local features, an .h5"):
+        vlad.encode_images("data", codebook, n_jobs=1)
     sift = tmp_path / "feats-sift.h5"
     write_local_features(sift, NAMES[:2], n_features=128)
     sift_codebook, _ = vlad.fit_codebook_to_images(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from vlad.core.codebook import Codebook
 from vlad.core.validation import check_n_features
+from vlad.formats.hloc import HLOC_EXTRACTOR
 from vlad.images.callables import EXTRACTOR_PREFIX, CallableExtractor, load_extractor
 from vlad.images.files import ImageReadError
 from vlad.images.sift import SiftOptions
@@ -140,6 +141,8 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
         callable_hint = (
             " (pass extractor=, or --extractor, naming it)"
             if str(extractors[0]).startswith(EXTRACTOR_PREFIX)
+            else " (give hloc's local features, an .h5)"
+            if extractors[0] == HLOC_EXTRACTOR
             else ""
         )
         raise ValueError(
