@@ -58,7 +58,7 @@ LOCAL_DATASET, GLOBAL_DATASET = "descriptors", "global_descriptor"
 #: (hloc reads datasets only).
 RECORD_ATTRIBUTE = "vlad_record"
 #: Images read from the file at once when image after image is asked for.
-CHUNK_IMAGES = 256
+CHUNK_IMAGES = 64
 
 
 def _h5py():
