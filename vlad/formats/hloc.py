@@ -245,10 +245,8 @@ class HlocLocalFeatures:
                 block = file[f"{name}/{LOCAL_DATASET}"][()]
                 positions = file[f"{name}/keypoints"][()]
                 length = int(last - first)
-                if block.shape != (self.n_features, length) or positions.shape != (
-                    length,
-                    2,
-                ):
+                expected = (self.n_features, length), (length, 2)
+                if (block.shape, positions.shape) != expected:
                     raise ValueError(
                         f"{self.path} changed while it was read: the features of "
                         f"{name!r} are not those it held when opened"
@@ -388,8 +386,7 @@ def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
     for dataset, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
         if dataset.dtype.kind not in "fiu":
             raise ValueError(
-                f"{where} has {what} of dtype {dataset.dtype}; expected floating "
-                "point numbers"
+                f"{where} has {what} of dtype {dataset.dtype}; expected real numbers"
             )
     if keypoints.ndim != 2 or keypoints.shape[1] != 2:
         raise ValueError(

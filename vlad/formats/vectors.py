@@ -158,12 +158,12 @@ def load_vectors(
     ImportError
         An ``.h5`` without h5py installed.
     """
-    if is_hdf5_path(path):
-        return read_global_features(path)
     if is_shard_folder(path):
         shards = open_shards(path)
         vectors = shards if mmap else np.asarray(shards)
         return vectors, shards.names, shards.record
+    if is_hdf5_path(path):
+        return read_global_features(path)
     vectors_path, names_path, record_path = vector_file_paths(path)
     vectors = read_numpy_file(vectors_path, "vectors file", mmap=mmap)
     if not isinstance(vectors, np.ndarray):
