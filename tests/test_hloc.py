@@ -541,3 +541,34 @@ def test_damaged_bytes_give_features_or_a_one_line_error(tmp_path, reader):
             assert "\n" not in str(error) and str(path) in str(error), str(error)
             outcomes.add("refused")
     assert "refused" in outcomes
+
+
+def test_colmap_s_own_reader_imports_every_pair(tmp_path):
+    """COLMAP's matches_importer parser (pycolmap's ImportedPairGenerator)
+    finds every image of a pairs file vlad wrote; each unordered pair once."""
+    pycolmap = pytest.importorskip("pycolmap")
+    from vlad.search import build_index
+
+    names = ["db/0001.jpg", "db/0002.jpg", "query/q1.jpg", "café/日本.png"]
+    vectors = np.random.default_rng(3).normal(size=(len(names), 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    pairs = tmp_path / "pairs.txt"
+    build_index(vectors, names).search(vectors, k=3, query_names=names).write(pairs)
+    database = pycolmap.Database.open(str(tmp_path / "colmap.db"))
+    camera = pycolmap.Camera(
+        model="SIMPLE_PINHOLE", width=640, height=480, params=[500, 320, 240]
+    )
+    camera_id = database.write_camera(camera)
+    image_names = {
+        database.write_image(pycolmap.Image(name=name, camera_id=camera_id)): name
+        for name in names
+    }
+    options = pycolmap.ImportedPairingOptions()
+    options.match_list_path = str(pairs)
+    generator = pycolmap.ImportedPairGenerator(options, database)
+    imported = [(image_names[a], image_names[b]) for a, b in generator.all_pairs()]
+    written = [tuple(line.split(" ")) for line in pairs.read_text().splitlines()]
+    assert {frozenset(pair) for pair in imported} == {
+        frozenset(pair) for pair in written
+    }
+    assert len(imported) == len({frozenset(pair) for pair in written})
