@@ -466,6 +466,16 @@ def test_fit_encode_index_search_from_the_command_line(tmp_path):
     assert {q: sorted(r) for q, r in hloc_parse_retrieval(spatial).items()} == {
         q: sorted(r) for q, r in expected.items()
     }
+    # The record kept in the .h5 refuses vectors of another codebook.
+    other, other_feats = str(tmp_path / "other.npz"), str(tmp_path / "other.h5")
+    for command in (
+        ["fit", str(features), "-k", "3", "-o", other],
+        ["encode", str(features), "-c", other, "-o", other_feats],
+    ):
+        assert runner.invoke(cli, command).exit_code == 0
+    result = runner.invoke(cli, ["search", paths["index"], other_feats])
+    assert result.exit_code == 1
+    assert "made with codebook" in result.output
 
 
 def test_encode_refuses_global_features_as_input(tmp_path, features):
