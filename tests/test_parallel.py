@@ -63,7 +63,6 @@ def test_a_million_jobs_start_no_more_threads_than_cores():
     assert max(most) - baseline - 1 <= available_cores()
 
 
-
 @pytest.mark.parametrize(
     ("n_jobs", "error"),
     [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)],

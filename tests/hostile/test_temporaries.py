@@ -157,4 +157,3 @@ def test_a_codebook_saved_onto_a_folder_leaves_no_temporary(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["c.npz"]
     assert os.listdir(tmp_path / "c.npz") == []
     record("clear error")
-

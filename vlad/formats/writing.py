@@ -29,6 +29,7 @@ __all__ = [
     "atomic_writes",
     "check_writable_folder",
     "remove_stale_temporaries",
+    "writer_gone",
 ]
 
 #: A hidden temporary name's tail: the writer's process id, a random token.
@@ -300,15 +301,28 @@ def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
             continue
         path = target.parent / name
         try:
-            stale = not _process_exists(int(match.group(1))) or (
-                time.time() - os.lstat(path).st_mtime > STALE_AFTER
-            )
-            if stale:
+            if writer_gone(int(match.group(1)), path):
                 os.unlink(path)
                 removed.append(path)
         except OSError:
             continue
     return removed
+
+
+def writer_gone(pid: int | None, path: Path) -> bool:
+    """Whether the temporary ``path`` of the process ``pid`` (None: unknown)
+    is stale: that process no longer exists on this machine, or the path was
+    last changed more than :data:`STALE_AFTER` seconds ago (a process id may
+    be given to another process since).
+
+    Raises
+    ------
+    OSError
+        ``path`` cannot be examined (it was removed meanwhile).
+    """
+    if pid is not None and not _process_exists(pid):
+        return True
+    return time.time() - os.lstat(path).st_mtime > STALE_AFTER
 
 
 def _process_exists(pid: int) -> bool:
