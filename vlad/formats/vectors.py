@@ -159,8 +159,8 @@ def load_vectors(
         Not a readable 2-D ``.npy``, a names file of another length, a record
         whose ``shape``, ``n_images`` or codebook size disagrees with the
         vectors, or whose checksums disagree with the vectors or the names
-        (files of two runs, or changed since: records written before vlad
-        0.5 have none), or an incomplete folder of shards. With ``mmap``,
+        (files of two runs, or changed since; records written by vlad 0.4
+        have none), or an incomplete folder of shards. With ``mmap``,
         checking the checksum reads the vectors once.
     """
     if is_shard_folder(path):
