@@ -157,3 +157,22 @@ def test_a_codebook_saved_onto_a_folder_leaves_no_temporary(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["c.npz"]
     assert os.listdir(tmp_path / "c.npz") == []
     record("clear error")
+
+
+def test_a_folder_of_shards_resumes_after_sigkill_between_link_and_rename(tmp_path):
+    """The hidden file of a shard killed between link and rename is removed
+    by --resume, which would otherwise refuse a folder holding other files
+    than shards."""
+    args = ("extract", PHOTO, "-o", tmp_path / "d", "--shard-images", 1, *FAST)
+    killed = run_signalled("SIGKILL", *args)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(temporary_files(tmp_path / "d")) == 1
+    resumed = subprocess.run(
+        [sys.executable, "-m", "vlad", *map(str, args[:-1]), "--resume"],
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert temporary_files(tmp_path / "d") == []
+    assert (tmp_path / "d" / "manifest.json").is_file()
+    record("handled")

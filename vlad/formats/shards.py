@@ -39,6 +39,7 @@ import numpy as np
 
 from vlad.formats.files import atomic_write, atomic_writes, read_numpy_file
 from vlad.formats.names import names_from_json
+from vlad.formats.writing import remove_stale_temporaries_in
 
 __all__ = [
     "MANIFEST_NAME",
@@ -254,6 +255,8 @@ class ShardWriter:
                 ) from None
             return
         self.folder.mkdir(exist_ok=True)
+        # What a killed run left in the instant between link and rename.
+        remove_stale_temporaries_in(self.folder)
         others = sorted(
             entry.name
             for entry in os.scandir(self.folder)
@@ -371,7 +374,8 @@ def write_shard(
     paths = [folder / name for name in arrays] + [folder / record_name]
     record = {**record, "checksum": _shard_checksum(arrays, record)}
     record_text = json.dumps(record).encode()
-    with atomic_writes(*paths, overwrite=True) as files:
+    # The writer removed stale temporary files once, for every shard.
+    with atomic_writes(*paths, overwrite=True, remove_stale=False) as files:
         for file, array in zip(files, arrays.values(), strict=False):
             np.save(file, array)
         files[-1].write(record_text)

@@ -29,11 +29,12 @@ __all__ = [
     "atomic_writes",
     "check_writable_folder",
     "remove_stale_temporaries",
+    "remove_stale_temporaries_in",
     "writer_gone",
 ]
 
 #: A hidden temporary name's tail: the writer's process id, a random token.
-_TEMPORARY_TAIL = re.compile(r"\.([0-9]+)\.[0-9a-f]{8}\.tmp")
+_TEMPORARY_TAIL = re.compile(r"\.([0-9]+)\.[0-9a-f]{8}\.tmp\Z")
 #: A temporary file this old is stale whoever wrote it (a process id may have
 #: been given to another process since): a day, in seconds.
 STALE_AFTER = 24 * 3600
@@ -54,7 +55,7 @@ def atomic_write(
 
 @contextlib.contextmanager
 def atomic_writes(
-    *paths: str | os.PathLike, overwrite: bool = True
+    *paths: str | os.PathLike, overwrite: bool = True, remove_stale: bool = True
 ) -> Iterator[list[IO[bytes]]]:
     """:func:`atomic_write` for several files written together.
 
@@ -82,6 +83,11 @@ def atomic_writes(
         before anything is written, and one that appears while the files are
         written (another process writing the same output) is never replaced:
         the targets already moved into place by this call are removed again.
+    remove_stale : bool, default=True
+        First remove the targets' temporary files that killed processes left
+        (:func:`remove_stale_temporaries`, a listing of the folder per
+        target). False for callers that write many files into one folder and
+        remove them once for all (:func:`remove_stale_temporaries_in`).
 
     Raises
     ------
@@ -89,7 +95,7 @@ def atomic_writes(
         ``overwrite`` is False and a target exists, or appeared meanwhile.
     """
     targets = [Path(path) for path in paths]
-    for target in targets:
+    for target in targets if remove_stale else ():
         remove_stale_temporaries(target)
     if not overwrite:
         for target in targets:
@@ -275,8 +281,8 @@ def _hidden_name(target: Path) -> Path:
 
 def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
     """Remove the hidden temporary files of writes of ``target`` whose writer
-    is gone: the process named in the file's name no longer exists (on this
-    machine), or the file is older than a day.
+    is gone (see :func:`writer_gone`): the process named in the file's name
+    no longer exists (on this machine), or the file is older than a day.
 
     They are left only by a process killed (SIGKILL, a power cut) while
     writing where files cannot be unnamed, or in the instant between linking
@@ -289,17 +295,27 @@ def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
         The files removed.
     """
     target = Path(target)
-    prefix = f".{target.name}."
+    return _remove_stale(target.parent, f".{target.name}.")
+
+
+def remove_stale_temporaries_in(folder: str | os.PathLike) -> list[Path]:
+    """:func:`remove_stale_temporaries` for every target in ``folder``."""
+    return _remove_stale(Path(folder), ".")
+
+
+def _remove_stale(folder: Path, prefix: str) -> list[Path]:
+    """Remove the stale temporary files of ``folder`` whose name starts with
+    ``prefix`` and ends with the tail :func:`_hidden_name` gives."""
     try:
-        names = [name for name in os.listdir(target.parent) if name.startswith(prefix)]
+        names = [name for name in os.listdir(folder) if name.startswith(prefix)]
     except OSError:
         return []
     removed = []
     for name in names:
-        match = _TEMPORARY_TAIL.fullmatch(name, len(prefix) - 1)
-        if match is None:
+        match = _TEMPORARY_TAIL.search(name, len(prefix) - 1)
+        if match is None or (prefix != "." and match.start() != len(prefix) - 1):
             continue
-        path = target.parent / name
+        path = folder / name
         try:
             if writer_gone(int(match.group(1)), path):
                 os.unlink(path)
