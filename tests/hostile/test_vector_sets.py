@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from photos import DATA
 
 import vlad
-from hostile.conftest import assert_one_line_error, invoke, record
+from hostile.conftest import assert_one_line_error, invoke, record, run_vlad
 
 VECTORS = np.arange(12, dtype=np.float32).reshape(3, 4)
 NAMES = ["a.jpg", "b.jpg", "c.jpg"]
@@ -87,3 +90,48 @@ def test_a_set_written_now_is_read_back_whole(tmp_path):
     np.testing.assert_array_equal(vectors, VECTORS)
     assert names == NAMES and set(loaded) == {*RECORD, "checksums"}
     record("handled")
+
+
+@pytest.mark.slow
+def test_two_overwriting_runs_at_once_never_leave_an_accepted_mix(
+    tmp_path, codebook_path
+):
+    """Two ``vlad encode --overwrite`` of different photos to one output, at
+    once, three times: what is left is refused, absent or one run's whole set
+    (the same vectors and names as that run alone writes)."""
+    photos = {name: DATA / f"{name}.jpg" for name in ("chelsea", "coffee")}
+    alone = {}
+    for name, photo in photos.items():
+        args = encode_args(photo, codebook_path, tmp_path / f"{name}.npy")
+        assert run_vlad(*args).returncode == 0
+        alone[name] = vlad.load_vectors(tmp_path / f"{name}.npy")[:2]
+    output = tmp_path / "both" / "v.npy"
+    output.parent.mkdir()
+    for _ in range(3):
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-m", "vlad"]
+                + [str(arg) for arg in encode_args(photo, codebook_path, output)],
+                stderr=subprocess.DEVNULL,
+            )
+            for photo in photos.values()
+        ]
+        for process in processes:
+            process.wait()
+        if not output.exists():
+            continue
+        try:
+            vectors, names = vlad.load_vectors(output)[:2]
+        except ValueError as error:
+            assert "does not describe the vectors beside it" in str(error)
+            continue
+        assert any(
+            names == known_names and np.array_equal(vectors, known)
+            for known, known_names in alone.values()
+        )
+    record("handled")
+
+
+def encode_args(photo, codebook_path, output):
+    fast = ("--max-side", 128, "-q", "--overwrite")
+    return ("encode", photo, "-c", codebook_path, "-o", output, *fast)
