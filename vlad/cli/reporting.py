@@ -30,6 +30,8 @@ logger = logging.getLogger("vlad.cli")
 
 #: Library errors that are the user's to fix: shown as one line, no traceback.
 USER_ERRORS = (ValueError, TypeError, OSError, ImportError, MemoryError)
+
+
 class _StderrHandler(logging.Handler):
     """Writes log records to stderr through click (so that tests capture them),
     warnings and errors prefixed by their level."""
