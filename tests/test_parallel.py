@@ -30,9 +30,37 @@ def test_none_and_minus_one_mean_every_core(n_jobs):
     assert resolve_n_jobs(n_jobs) == available_cores() >= 1
 
 
-@pytest.mark.parametrize(("n_jobs", "expected"), [(1, 1), (3, 3), (np.int64(2), 2)])
-def test_positive_integers_are_thread_counts(n_jobs, expected):
-    assert resolve_n_jobs(n_jobs) == expected
+@pytest.mark.parametrize(
+    ("n_jobs", "expected"), [(1, 1), (3, 3), (np.int64(2), 2), (10**6, 10**6)]
+)
+def test_positive_integers_are_thread_counts_up_to_the_cores(n_jobs, expected):
+    assert resolve_n_jobs(n_jobs) == min(expected, available_cores())
+
+
+def test_a_million_jobs_start_no_more_threads_than_cores():
+    """assign(n_jobs=10**6) on work large enough to share out: the threads
+    alive meanwhile, sampled from another thread, never exceed the cores
+    (plus this one and the sampler)."""
+    rng = np.random.default_rng(0)
+    descriptors = rng.standard_normal((40_000, 64), dtype=np.float32)
+    centers = rng.standard_normal((64, 64), dtype=np.float32)
+    baseline = threading.active_count()
+    most, done = [baseline], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            most.append(threading.active_count())
+            time.sleep(0.0005)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        labels = vlad.assign(descriptors, centers, n_jobs=10**6)
+    finally:
+        done.set()
+        sampler.join()
+    np.testing.assert_array_equal(labels, vlad.assign(descriptors, centers, n_jobs=1))
+    assert max(most) - baseline - 1 <= available_cores()
 
 
 @pytest.mark.parametrize(

@@ -194,15 +194,19 @@ def test_resume_keeps_finished_shards_and_redoes_the_rest(codebook, tmp_path):
 
 def test_resume_keeps_a_shard_it_need_not_remake(codebook, tmp_path):
     encode_images_to_folder(DATA, codebook, tmp_path / "v", shard_images=4)
-    # A marker row in a finished shard (same shape and key) shows it was kept.
-    marked = np.load(shard_file(tmp_path / "v", 0, ".npy"))
+    expected = folder_bytes(tmp_path / "v")
+    # The same file (written atomically, a new one would be another inode)
+    # shows that a finished shard was kept.
+    kept = shard_file(tmp_path / "v", 0, ".npy").stat().st_ino
+    # A marker row in another (same shape and key): changed since it was
+    # written, so made again.
+    marked = np.load(shard_file(tmp_path / "v", 1, ".npy"))
     marked[0] = 7.0
-    np.save(shard_file(tmp_path / "v", 0, ".npy"), marked)
+    np.save(shard_file(tmp_path / "v", 1, ".npy"), marked)
     (tmp_path / "v" / MANIFEST_NAME).unlink()
-    shards = encode_images_to_folder(
-        DATA, codebook, tmp_path / "v", shard_images=4, resume=True
-    )
-    assert np.all(shards.blocks[0][0] == 7.0)
+    encode_images_to_folder(DATA, codebook, tmp_path / "v", shard_images=4, resume=True)
+    assert shard_file(tmp_path / "v", 0, ".npy").stat().st_ino == kept
+    assert folder_bytes(tmp_path / "v") == expected
 
 
 @pytest.mark.parametrize("shard_images", [0, 65, True, 2.0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -18,7 +19,14 @@ def test_vectors_names_and_record_round_trip(tmp_path):
     assert loaded.dtype == np.float32
     np.testing.assert_array_equal(loaded, vectors)
     assert loaded_names == names
+    checksums = record.pop("checksums")
     assert record == {"answer": 42}
+    assert checksums == {
+        "vectors": "sha256:" + hashlib.sha256(loaded.tobytes()).hexdigest(),
+        "names": "sha256:"
+        + hashlib.sha256((tmp_path / "v.names.txt").read_bytes()).hexdigest(),
+    }
+    record["checksums"] = checksums
     assert (tmp_path / "v.names.txt").read_bytes().count(b"\n") == 3
     assert json.loads((tmp_path / "v.json").read_text()) == record
 

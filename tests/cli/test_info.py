@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
+import vlad
+
 from .conftest import run
 
 
@@ -19,3 +23,17 @@ def test_info_describes_each_kind_of_file(main_job, tmp_path, photo_sets):
     assert "  fingerprint: " in vectors and "skipped: none\n" in vectors
     summary = json.loads(run("info", "--json", folder / "v.npy").stdout)
     assert summary["n_images"] == 8 and summary["all_finite"] is True
+
+
+def test_a_list_of_a_mapping_then_other_values_prints(tmp_path):
+    """A record's list that holds a mapping and then a non-mapping (in a
+    codebook's metadata, in a vectors record's ``skipped``) prints each item,
+    not a traceback."""
+    mixed = [{"name": "a.jpg", "reason": "empty"}, "b.jpg", 3]
+    vlad.Codebook(np.eye(2, dtype=np.float32), metadata={"notes": mixed}).save(
+        tmp_path / "c.npz"
+    )
+    vlad.save_vectors(tmp_path / "v.npy", np.eye(2), ["a", "b"], {"skipped": mixed})
+    for path in (tmp_path / "c.npz", tmp_path / "v.npy"):
+        shown = run("info", path).stdout
+        assert "  - name: a.jpg, reason: empty\n  - b.jpg\n  - 3\n" in shown

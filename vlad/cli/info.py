@@ -46,10 +46,12 @@ def _lines(summary: dict, indent: str = "") -> Iterator[str]:
         if isinstance(value, dict) and value:
             yield f"{indent}{key}:"
             yield from _lines(value, indent + "  ")
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
+        elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
             yield f"{indent}{key}:"
             for item in value:
-                yield f"{indent}  - " + ", ".join(f"{k}: {v}" for k, v in item.items())
+                if isinstance(item, dict):
+                    item = ", ".join(f"{k}: {v}" for k, v in item.items())
+                yield f"{indent}  - {item}"
         elif isinstance(value, list):
             yield f"{indent}{key}: " + (", ".join(map(str, value)) or "none")
         else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import click
 
 from vlad.formats.files import check_writable_folder
+from vlad.formats.names import printable
 from vlad.images.batch import BatchReport
 
 __all__ = [
@@ -30,31 +30,6 @@ logger = logging.getLogger("vlad.cli")
 
 #: Library errors that are the user's to fix: shown as one line, no traceback.
 USER_ERRORS = (ValueError, TypeError, OSError, ImportError, MemoryError)
-#: Characters that would act on a terminal rather than show: C0 and C1
-#: controls (escape sequences start with them) and the surrogates that stand
-#: for undecodable bytes of file names.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def printable(text: str) -> str:
-    r"""``text`` with control characters and undecodable bytes escaped
-    (``\x1b``), so that a file name or a file's record cannot drive the
-    terminal.
-
-    Examples
-    --------
-    >>> from vlad.cli.reporting import printable
-    >>> printable("photo\x1b[2J.jpg")
-    'photo\\x1b[2J.jpg'
-    """
-    return _UNPRINTABLE.sub(_escaped, text)
-
-
-def _escaped(match: re.Match) -> str:
-    code = ord(match.group())
-    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (surrogateescape)
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 class _StderrHandler(logging.Handler):

@@ -17,7 +17,12 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
+<<<<<<< HEAD
 from vlad.formats.descriptor_files import read_descriptor_file
+=======
+from vlad.core.descriptors import DescriptorSets
+from vlad.formats.names import printable
+>>>>>>> hostile
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import load_index
 from vlad.search.queries import read_queries
@@ -205,10 +210,14 @@ def _print_table(results: SearchResults) -> None:
 
     Written as bytes, the file system's for each name: a name that is not
     valid UTF-8 (kept with surrogate escapes) prints as the file's own name
-    instead of failing on a strict terminal.
+    instead of failing on a strict terminal; control characters (tabs and
+    line breaks too) are escaped, so that a name can neither drive the
+    terminal nor add a column or a line.
     """
     for result in results:
+        query = printable(result.query, keep_undecodable=True)
         for rank, (name, score) in enumerate(
             zip(result.names, result.scores, strict=True), start=1
         ):
-            click.echo(os.fsencode(f"{result.query}\t{rank}\t{score:.4f}\t{name}"))
+            name = printable(name, keep_undecodable=True)
+            click.echo(os.fsencode(f"{query}\t{rank}\t{score:.4f}\t{name}"))

@@ -59,9 +59,10 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     """Number of worker threads for ``n_jobs``.
 
     The one rule of every ``n_jobs`` in vlad: None or -1 means every core the
-    process may use, a positive integer that many threads. Any positive
-    integer is accepted (10000 too): threads beyond the cores only add
-    overhead, never change a result.
+    process may use, a positive integer that many threads, but never more
+    than the cores: any positive integer is accepted (``10**6`` too), and
+    threads beyond the cores would only add overhead (and, by the thousand,
+    exhaust the process's threads), never change a result.
 
     Raises
     ------
@@ -72,9 +73,11 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
 
     Examples
     --------
-    >>> from vlad.core.parallel import resolve_n_jobs
-    >>> resolve_n_jobs(3)
-    3
+    >>> from vlad.core.parallel import available_cores, resolve_n_jobs
+    >>> resolve_n_jobs(1)
+    1
+    >>> resolve_n_jobs(10**6) == available_cores()
+    True
     >>> resolve_n_jobs(0)
     Traceback (most recent call last):
     ...
@@ -88,7 +91,7 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
         return available_cores()
     if n_jobs < 1:
         raise ValueError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
-    return int(n_jobs)
+    return min(int(n_jobs), available_cores())
 
 
 class SharedThreadLimit:
@@ -236,7 +239,8 @@ def run_ranges(
     limit_blas: bool = True,
 ) -> None:
     """Call ``function(start, stop)`` for every range, on up to ``n_workers``
-    threads; errors propagate to the caller.
+    threads (never more than there are ranges); errors propagate to the
+    caller.
 
     With ``limit_blas`` (see :func:`limits_blas`) BLAS runs on one thread
     meanwhile, whatever the number of workers: its own threads would spin
@@ -249,6 +253,6 @@ def run_ranges(
             for start, stop in ranges:
                 function(start, stop)
         return
-    with limit, ThreadPoolExecutor(n_workers) as pool:
+    with limit, ThreadPoolExecutor(min(n_workers, len(ranges))) as pool:
         for future in [pool.submit(function, start, stop) for start, stop in ranges]:
             future.result()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from vlad.evaluation.ground_truth import ground_truth_from_mapping
 from vlad.evaluation.metrics import relevant_ranks, score_ranks
 from vlad.formats.files import atomic_write
+from vlad.formats.names import printable
 
 __all__ = ["DEFAULT_KS", "Evaluation", "QueryEvaluation", "evaluate"]
 
@@ -200,11 +201,13 @@ class Evaluation:
 
         With ``per_query``, a second table gives each query's AP, the place
         (from 1) of its first relevant image, and the relevant images found.
+        Control characters in names and tags are escaped (``\\x1b``, see
+        :func:`vlad.formats.names.printable`): a table for a terminal.
         """
         metrics = self.metric_names
         headers = ["queries", *(_short(name) for name in metrics)]
         rows = [("all", self.mean)]
-        rows += [(tag, values) for tag, values in self.by_tag.items()]
+        rows += [(printable(tag), values) for tag, values in self.by_tag.items()]
         width = max(len(label) for label, _ in rows)
         lines = [
             " ".join([" " * width, *(f"{header:>7}" for header in headers)]),
@@ -219,15 +222,16 @@ class Evaluation:
         return "\n".join(lines)
 
     def _query_lines(self) -> list[str]:
-        width = max(len("query"), *(len(query.query) for query in self.queries))
+        shown = [printable(query.query) for query in self.queries]
+        width = max(len("query"), *map(len, shown))
         lines = [f"{'query':<{width}}      AP   first  found  tags"]
-        for query in self.queries:
+        for name, query in zip(shown, self.queries, strict=True):
             first = str(query.ranks[0] + 1) if query.ranks else "-"
             found = f"{len(query.ranks)}/{query.n_relevant}"
             note = "" if query.in_results else " (not in the results)"
             lines.append(
-                f"{query.query:<{width}} {_percent(query.scores['AP']):>7} "
-                f"{first:>7} {found:>6}  {' '.join(query.tags)}{note}"
+                f"{name:<{width}} {_percent(query.scores['AP']):>7} "
+                f"{first:>7} {found:>6}  {printable(' '.join(query.tags))}{note}"
             )
         return lines
 

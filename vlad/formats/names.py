@@ -15,9 +15,58 @@ written back as the bytes they were.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-__all__ = ["check_line_names", "names_from_json", "names_from_lines", "names_to_lines"]
+__all__ = [
+    "check_line_names",
+    "names_from_json",
+    "names_from_lines",
+    "names_to_lines",
+    "printable",
+]
+
+#: Characters that would act on a terminal rather than show: C0 and C1
+#: controls (escape sequences start with them) and the surrogates that stand
+#: for undecodable bytes of file names.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+#: The same, less the undecodable bytes that are no control in any encoding
+#: (``0xa0`` to ``0xff``: a Latin-1 name's letters).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udc9f\udd00-\udfff]")
+
+
+def printable(text: str, *, keep_undecodable: bool = False) -> str:
+    r"""``text`` with control characters and undecodable bytes escaped
+    (``\x1b``), so that a file name or a file's record cannot drive the
+    terminal, nor break a line or a column of a table.
+
+    Parameters
+    ----------
+    text : str
+    keep_undecodable : bool, default=False
+        Keep the surrogate escapes of undecodable bytes ``0xa0`` to ``0xff``
+        (for a caller that writes the text as the file system's bytes, with
+        :func:`os.fsencode`, so that a Latin-1 name prints as itself); bytes
+        ``0x80`` to ``0x9f`` are escaped anyway, being controls to a terminal
+        that reads 8-bit bytes.
+
+    Examples
+    --------
+    >>> from vlad.formats.names import printable
+    >>> printable("photo\x1b[2J.jpg")
+    'photo\\x1b[2J.jpg'
+    >>> name = "caf\udce9\t.jpg"
+    >>> printable(name), printable(name, keep_undecodable=True)
+    ('caf\\xe9\\x09.jpg', 'caf\udce9\\x09.jpg')
+    """
+    return (_CONTROLS if keep_undecodable else _UNPRINTABLE).sub(_escaped, text)
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def names_from_json(value, source: str) -> list[str]:

@@ -18,8 +18,11 @@ modification times; its first 16 hex digits, KEY, name its files): a run
 with other settings writes files of other names, so a reader following a
 manifest never opens another run's (it fails if a replacing run has removed
 them), a reader checks each shard's recorded key and shape, and a resumed
-run keeps exactly the shards that the same run would write again. Names are
-JSON strings (see :mod:`vlad.formats.names`).
+run keeps exactly the shards that the same run would write again, whole and
+unchanged: a shard's record holds a checksum of its arrays and of the rest
+of its record (names, counts), and a shard whose files no longer match it,
+or whose record has none (written by vlad 0.4), is made again. Names
+are JSON strings (see :mod:`vlad.formats.names`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import numpy as np
 
 from vlad.formats.files import atomic_write, atomic_writes, read_numpy_file
 from vlad.formats.names import names_from_json
+from vlad.formats.writing import remove_stale_temporaries_in
 
 __all__ = [
     "MANIFEST_NAME",
@@ -251,6 +255,8 @@ class ShardWriter:
                 ) from None
             return
         self.folder.mkdir(exist_ok=True)
+        # What a killed run left in the instant between link and rename.
+        remove_stale_temporaries_in(self.folder)
         others = sorted(
             entry.name
             for entry in os.scandir(self.folder)
@@ -280,7 +286,10 @@ class ShardWriter:
 
         ``n_rows(record)`` is the number of rows the record says its arrays
         have (default: one per name); ``extras`` maps the name of each extra
-        array (see :meth:`write`) to its number of columns.
+        array (see :meth:`write`) to its number of columns. The record's
+        checksum must match the arrays and the rest of the record: a shard
+        changed since it was written, or one without a checksum, is made
+        again.
         """
         vectors_name, record_name = shard_names(index, key)
         try:
@@ -293,6 +302,7 @@ class ShardWriter:
             shapes = {vectors_name: (rows, n_dimensions)}
             for name, n_columns in (extras or {}).items():
                 shapes[_extra_name(vectors_name, name)] = (rows, n_columns)
+            arrays = {}
             for name, shape in shapes.items():
                 array = read_numpy_file(self.folder / name, "shard", mmap=True)
                 if (
@@ -301,9 +311,14 @@ class ShardWriter:
                     or array.shape != shape
                 ):
                     return None
+                arrays[name] = array
+            if record.get("key") != key or record.get("checksum") != _shard_checksum(
+                arrays, record
+            ):
+                return None
         except (OSError, ValueError, TypeError, KeyError, RecursionError):
             return None
-        return record if record.get("key") == key else None
+        return record
 
     def write(
         self,
@@ -343,20 +358,39 @@ def write_shard(
 ) -> None:
     """Write shard ``index`` of ``folder`` atomically: its vectors (and
     ``extras``, each to ``part-INDEX-KEY.NAME.npy``), then its record
-    (``record["names"]`` names the images; ``record["key"]`` what made them).
-    Arrays are written as float32. Writing the same shard again, from any
-    process, rewrites the same files."""
+    (``record["names"]`` names the images; ``record["key"]`` what made them),
+    with one more field, ``"checksum"``: of the arrays and the rest of the
+    record. Arrays are written as float32. Writing the same shard again, from
+    any process, rewrites the same files."""
     folder = Path(folder)
     vectors_name, record_name = shard_names(index, record["key"])
     arrays = {vectors_name: vectors} | {
         _extra_name(vectors_name, name): array for name, array in (extras or {}).items()
     }
+    arrays = {
+        name: np.ascontiguousarray(array, dtype=np.float32)
+        for name, array in arrays.items()
+    }
     paths = [folder / name for name in arrays] + [folder / record_name]
+    record = {**record, "checksum": _shard_checksum(arrays, record)}
     record_text = json.dumps(record).encode()
-    with atomic_writes(*paths, overwrite=True) as files:
+    # The writer removed stale temporary files once, for every shard.
+    with atomic_writes(*paths, overwrite=True, remove_stale=False) as files:
         for file, array in zip(files, arrays.values(), strict=False):
-            np.save(file, np.ascontiguousarray(array, dtype=np.float32))
+            np.save(file, array)
         files[-1].write(record_text)
+
+
+def _shard_checksum(arrays: Mapping[str, np.ndarray], record: dict) -> str:
+    """``"sha256:HEX"`` of a shard's arrays (by file name, their bytes in row
+    order) and of its record less its checksum (as sorted JSON)."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        digest.update(name.encode())
+        digest.update(np.ascontiguousarray(arrays[name]).reshape(-1).view(np.uint8))
+    others = {field: value for field, value in record.items() if field != "checksum"}
+    digest.update(json.dumps(others, sort_keys=True).encode())
+    return "sha256:" + digest.hexdigest()
 
 
 def _extra_name(vectors_name: str, name: str) -> str:

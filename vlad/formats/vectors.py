@@ -7,11 +7,14 @@
 ``vectors.npy`` holds the ``(n_images, n_clusters * n_features)`` float32
 vectors, ``vectors.names.txt`` one image name per line in row order, and
 ``vectors.json`` how they were made (codebook fingerprint, parameters, images
-skipped or without descriptors).
+skipped or without descriptors) and the checksums of the other two, so that
+three files that do not belong together (written by two runs at once, or
+changed since) are refused when read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -37,6 +40,8 @@ __all__ = [
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 NAMES_SUFFIX = ".names.txt"
 RECORD_SUFFIX = ".json"
+#: The record's field that holds the checksums of the vectors and the names.
+CHECKSUMS = "checksums"
 
 
 def vector_file_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
@@ -81,7 +86,9 @@ def save_vectors(
     names : sequence of str
         One name per row.
     record : dict
-        JSON-serialisable description.
+        JSON-serialisable description. Written with one more field,
+        ``"checksums"``: the SHA-256 of the float32 vectors' bytes (in row
+        order) and of the names file, which :func:`load_vectors` checks.
     overwrite : bool, default=True
         Replace files that exist. When False, existing files are refused
         before anything is written, and files that appear while these are
@@ -106,20 +113,21 @@ def save_vectors(
             f"got shape {vectors.shape}"
         )
     names_text = names_to_lines(names)
-    # Serialised before any file is touched: a record that cannot be written
-    # leaves all three files as they were.
-    record_text = (json.dumps(record, indent=2) + "\n").encode()
     if not all_finite(vectors) or largest_magnitude(vectors) > _FLOAT32_MAX:
         raise ValueError(
             "vectors must be finite and within float32's range: vectors files hold "
             "float32 values, never NaN or infinite ones"
         )
     vectors = vectors.astype(np.float32, copy=False)
+    checksums = {"vectors": _checksum(vectors), "names": _checksum(names_text)}
+    # Serialised before any file is touched: a record that cannot be written
+    # leaves all three files as they were.
+    record_text = json.dumps({**record, CHECKSUMS: checksums}, indent=2) + "\n"
     files = (names_path, record_path, vectors_path)
     with atomic_writes(*files, overwrite=overwrite) as handles:
         names_file, record_file, vectors_file = handles
         names_file.write(names_text)
-        record_file.write(record_text)
+        record_file.write(record_text.encode())
         np.save(vectors_file, vectors)
 
 
@@ -152,9 +160,13 @@ def load_vectors(
     FileNotFoundError
         No such file.
     ValueError
-        Not a readable 2-D ``.npy``, a names file of another length, an
-        incomplete folder of shards, or an ``.h5`` that is not hloc's global
-        features.
+        Not a readable 2-D ``.npy``, a names file of another length, a record
+        whose ``shape``, ``n_images`` or codebook size disagrees with the
+        vectors, or whose checksums disagree with the vectors or the names
+        (files of two runs, or changed since; records written by vlad 0.4
+        have none), an incomplete folder of shards, or an ``.h5`` that is not
+        hloc's global features. With ``mmap``, checking the checksum reads
+        the vectors once.
     ImportError
         An ``.h5`` without h5py installed.
     """
@@ -177,8 +189,10 @@ def load_vectors(
             f"{vectors.shape}, not (n_images, n_dimensions)"
         )
     names = None
+    names_text = None
     if names_path.is_file():
-        names = names_from_lines(names_path.read_bytes())
+        names_text = names_path.read_bytes()
+        names = names_from_lines(names_text)
         if len(names) != vectors.shape[0]:
             raise ValueError(
                 f"{names_path} holds {len(names)} names for {vectors.shape[0]} vectors"
@@ -194,4 +208,50 @@ def load_vectors(
                 f"{record_path} is not a vectors record: it holds a JSON "
                 f"{type(record).__name__}, not an object"
             )
+        _check_record(record, record_path, vectors, names_text)
     return vectors, names, record
+
+
+def _checksum(content: np.ndarray | bytes) -> str:
+    """``"sha256:HEX"`` of bytes, or of an array's bytes in row order."""
+    if isinstance(content, np.ndarray):
+        content = np.ascontiguousarray(content).reshape(-1).view(np.uint8)
+    return "sha256:" + hashlib.sha256(content).hexdigest()
+
+
+def _check_record(
+    record: dict, path: Path, vectors: np.ndarray, names_text: bytes | None
+) -> None:
+    """Refuse a record that disagrees with the vectors and names beside it
+    (one-line ``ValueError``)."""
+    n_images, n_dimensions = vectors.shape
+    claims = []
+    if "shape" in record and record["shape"] != [n_images, n_dimensions]:
+        claims.append(f"shape {record['shape']!r}")
+    if "n_images" in record and record["n_images"] != n_images:
+        claims.append(f"n_images {record['n_images']!r}")
+    codebook = record.get("codebook")
+    if isinstance(codebook, dict):
+        size = codebook.get("n_clusters"), codebook.get("n_features")
+        if all(type(value) is int for value in size) and size[0] * size[1] != (
+            n_dimensions
+        ):
+            claims.append(f"a codebook of {size[0]} x {size[1]}")
+    checksums = record.get(CHECKSUMS, {})
+    if not isinstance(checksums, dict):
+        claims.append(f"checksums {checksums!r}")
+    else:
+        if "vectors" in checksums and checksums["vectors"] != _checksum(vectors):
+            claims.append("another checksum of the vectors")
+        if (
+            "names" in checksums
+            and names_text is not None
+            and checksums["names"] != _checksum(names_text)
+        ):
+            claims.append("another checksum of the names")
+    if claims:
+        raise ValueError(
+            f"{path} does not describe the vectors beside it: it records "
+            f"{' and '.join(claims)} for {n_images} x {n_dimensions} vectors "
+            "(files of two runs, or changed since); write them again"
+        )

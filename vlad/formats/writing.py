@@ -3,9 +3,13 @@
 A file is written to a temporary file beside its target and moved into place
 only when complete. On Linux the temporary file has no name until then
 (``O_TMPFILE``), so that nothing is left behind even when the process is
-killed; elsewhere it is a hidden file removed on any error the process sees.
-Without ``overwrite``, a target that appears while the files are written is
-never replaced.
+killed while writing; elsewhere it is a hidden file removed on any error the
+process sees. A hidden name (``.NAME.PID.XXXXXXXX.tmp``) also stands for an
+unnamed file for the instant between its link and the rename that replaces
+a target; it carries the writer's process id, so that what a killed
+process left is recognised and removed by the next write to the same target
+(see :func:`remove_stale_temporaries`). Without ``overwrite``, a target that
+appears while the files are written is never replaced.
 """
 
 from __future__ import annotations
@@ -13,12 +17,27 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write", "atomic_writes", "check_writable_folder"]
+__all__ = [
+    "atomic_write",
+    "atomic_writes",
+    "check_writable_folder",
+    "remove_stale_temporaries",
+    "remove_stale_temporaries_in",
+    "writer_gone",
+]
+
+#: A hidden temporary name's tail: the writer's process id, a random token.
+_TEMPORARY_TAIL = re.compile(r"\.([0-9]+)\.[0-9a-f]{8}\.tmp\Z")
+#: A temporary file this old is stale whoever wrote it (a process id may have
+#: been given to another process since): a day, in seconds.
+STALE_AFTER = 24 * 3600
 
 
 @contextlib.contextmanager
@@ -36,7 +55,7 @@ def atomic_write(
 
 @contextlib.contextmanager
 def atomic_writes(
-    *paths: str | os.PathLike, overwrite: bool = True
+    *paths: str | os.PathLike, overwrite: bool = True, remove_stale: bool = True
 ) -> Iterator[list[IO[bytes]]]:
     """:func:`atomic_write` for several files written together.
 
@@ -49,8 +68,12 @@ def atomic_writes(
 
     Where the system allows (Linux), the temporary files have no name until
     they are complete, so nothing is left behind even when the process is
-    killed (SIGKILL) or the disk fills up; elsewhere they are hidden files
-    (``.NAME.XXXXXXXX.tmp``) removed on any error the process sees.
+    killed (SIGKILL) while writing or the disk fills up; elsewhere they are
+    hidden files (``.NAME.PID.XXXXXXXX.tmp``) removed on any error the process
+    sees (SIGTERM and Ctrl-C included, as exceptions). Replacing a target
+    links a complete file to such a hidden name for the instant before the
+    rename; a process killed there leaves it, and the next call writing the
+    same target removes it (:func:`remove_stale_temporaries`).
 
     Parameters
     ----------
@@ -60,6 +83,11 @@ def atomic_writes(
         before anything is written, and one that appears while the files are
         written (another process writing the same output) is never replaced:
         the targets already moved into place by this call are removed again.
+    remove_stale : bool, default=True
+        First remove the targets' temporary files that killed processes left
+        (:func:`remove_stale_temporaries`, a listing of the folder per
+        target). False for callers that write many files into one folder and
+        remove them once for all (:func:`remove_stale_temporaries_in`).
 
     Raises
     ------
@@ -67,6 +95,8 @@ def atomic_writes(
         ``overwrite`` is False and a target exists, or appeared meanwhile.
     """
     targets = [Path(path) for path in paths]
+    for target in targets if remove_stale else ():
+        remove_stale_temporaries(target)
     if not overwrite:
         for target in targets:
             if os.path.lexists(target):
@@ -129,6 +159,8 @@ def _publish(
                 "writing the same output?); it was not replaced: pass overwrite to "
                 "replace it"
             ) from None
+        except OSError as error:  # named after the target, not the temporary
+            raise type(error)(error.errno, error.strerror, str(target)) from None
         published.append(target)
 
 
@@ -151,15 +183,10 @@ class _TemporaryFile:
 
     def publish(self, target: Path, overwrite: bool) -> None:
         """Give the file ``target``'s name; without ``overwrite``, only if no
-        file has it (``FileExistsError`` otherwise)."""
-        if self.name is None:
-            try:
-                self._link_unnamed(target, overwrite)
-                return
-            except FileExistsError:
-                raise
-            except OSError:  # linking through /proc refused: name a copy
-                self._name_a_copy(target)
+        file has it (``FileExistsError`` otherwise). Any other failure is an
+        error, and leaves no temporary name (:meth:`discard` removes it)."""
+        if self.name is None and self._link_unnamed(target, overwrite):
+            return
         if overwrite:
             os.replace(self.name, target)
             self.name = None
@@ -174,10 +201,12 @@ class _TemporaryFile:
             os.replace(self.name, target)
             self.name = None
 
-    def _link_unnamed(self, target: Path, overwrite: bool) -> None:
-        """Link the unnamed file to ``target`` through ``/proc/self/fd``
-        (``link()`` never replaces: to overwrite, link a hidden name and
-        rename it)."""
+    def _link_unnamed(self, target: Path, overwrite: bool) -> bool:
+        """Link the unnamed file through ``/proc/self/fd``: to ``target``
+        without ``overwrite`` (True: done), else to a hidden name, recorded
+        before it exists, that :meth:`publish` renames onto ``target``
+        (``link()`` never replaces). Where linking through ``/proc`` is
+        refused, the file is copied to a hidden one instead."""
         descriptor = str(self.handle.fileno())
         folder = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -185,12 +214,20 @@ class _TemporaryFile:
             link = dict(src_dir_fd=folder, follow_symlinks=True)
             if not overwrite:
                 os.link(descriptor, target, **link)
-                return
-            hidden = _hidden_name(target)
-            os.link(descriptor, hidden, **link)
+                return True
+            self.name = _hidden_name(target)
+            os.link(descriptor, self.name, **link)
+            return False
+        except FileExistsError:
+            if overwrite:  # the hidden name, taken meanwhile: not ours
+                self.name = None
+            raise
+        except OSError:
+            self.name = None
         finally:
             os.close(folder)
-        os.replace(hidden, target)
+        self._name_a_copy(target)
+        return False
 
     def _name_a_copy(self, target: Path) -> None:
         """Copy the unnamed file into a hidden one, which then stands for it."""
@@ -233,11 +270,90 @@ def _unnamed_file(folder: Path) -> int | None:
 
 
 def _hidden_name(target: Path) -> Path:
-    """A hidden name beside ``target`` that no file has now."""
+    """A hidden name beside ``target`` that no file has now, holding this
+    process's id (see :func:`remove_stale_temporaries`)."""
     while True:
-        name = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        token = secrets.token_hex(4)
+        name = target.parent / f".{target.name}.{os.getpid()}.{token}.tmp"
         if not os.path.lexists(name):
             return name
+
+
+def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
+    """Remove the hidden temporary files of writes of ``target`` whose writer
+    is gone (see :func:`writer_gone`): the process named in the file's name
+    no longer exists (on this machine), or the file is older than a day.
+
+    They are left only by a process killed (SIGKILL, a power cut) while
+    writing where files cannot be unnamed, or in the instant between linking
+    a complete file and renaming it onto ``target``. Files of a live writer
+    are kept. Anything that cannot be removed is left, silently.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    target = Path(target)
+    return _remove_stale(target.parent, f".{target.name}.")
+
+
+def remove_stale_temporaries_in(folder: str | os.PathLike) -> list[Path]:
+    """:func:`remove_stale_temporaries` for every target in ``folder``."""
+    return _remove_stale(Path(folder), ".")
+
+
+def _remove_stale(folder: Path, prefix: str) -> list[Path]:
+    """Remove the stale temporary files of ``folder`` whose name starts with
+    ``prefix`` and ends with the tail :func:`_hidden_name` gives."""
+    try:
+        names = [name for name in os.listdir(folder) if name.startswith(prefix)]
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = _TEMPORARY_TAIL.search(name, len(prefix) - 1)
+        if match is None or (prefix != "." and match.start() != len(prefix) - 1):
+            continue
+        path = folder / name
+        try:
+            if writer_gone(int(match.group(1)), path):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def writer_gone(pid: int | None, path: Path) -> bool:
+    """Whether the temporary ``path`` of the process ``pid`` (None: unknown)
+    is stale: that process no longer exists on this machine, or the path was
+    last changed more than :data:`STALE_AFTER` seconds ago (a process id may
+    be given to another process since).
+
+    Raises
+    ------
+    OSError
+        ``path`` cannot be examined (it was removed meanwhile).
+    """
+    if pid is not None and not _process_exists(pid):
+        return True
+    return time.time() - os.lstat(path).st_mtime > STALE_AFTER
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists (True where that cannot be told)."""
+    if pid == os.getpid():
+        return True
+    if os.name == "nt":  # os.kill(pid, 0) would send Ctrl-C there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's (EPERM), or no such id
+        return True
+    return True
 
 
 def _hidden_file(target: Path) -> tuple[int, Path]:

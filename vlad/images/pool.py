@@ -122,7 +122,7 @@ def map_in_order(
     >>> list(map_in_order(lambda x: x * x, [1, 2, 3], n_jobs=2))
     [1, 4, 9]
     """
-    n_workers = resolve_n_jobs(n_jobs)
+    n_workers = max(1, min(resolve_n_jobs(n_jobs), len(items)))
     with one_opencv_thread():
         pool = ThreadPoolExecutor(max_workers=n_workers)
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -259,12 +260,39 @@ def _json_rankings(path: Path, text: str) -> dict[str, list[str]]:
     check_format_version(path, document, noun, FORMAT_VERSION)
     queries = document.get("queries")
     try:
-        return _rankings_of(
+        rankings = _rankings_of(
             (_text(entry["query"]), [_text(hit["name"]) for hit in entry["results"]])
             for entry in queries
         )
+        for entry in queries:
+            for rank, hit in enumerate(entry["results"], start=1):
+                if "score" in hit:
+                    _check_score(hit["score"], path, entry["query"], rank)
     except (KeyError, TypeError) as error:
         raise ValueError(f"{path} is a damaged {noun}: {error!r}") from None
+    return rankings
+
+
+def _check_score(
+    score, path: Path, query: str, rank: int, *, parse: bool = False
+) -> None:
+    """Refuse a score that is not a finite number (NaN, inf, text; with
+    ``parse``, a CSV field that does not read as one): no search gives one."""
+    number = score
+    if parse:
+        try:
+            number = float(score)
+        except ValueError:
+            number = None
+    if (
+        isinstance(number, bool)
+        or not isinstance(number, (int, float))
+        or not math.isfinite(number)
+    ):
+        raise ValueError(
+            f"{path}: the score of result {rank} of query {query!r} must be a "
+            f"finite number; got {score!r}"
+        )
 
 
 def _text(value) -> str:
@@ -289,12 +317,13 @@ def _csv_rankings(path: Path, text: str) -> dict[str, list[str]]:
     hits: dict[str, list[tuple[int, str]]] = {}
     for line, row in enumerate(rows[1:], start=2):
         try:
-            query, rank, name, _ = row
+            query, rank, name, score = row
             hits.setdefault(query, []).append((int(rank), name))
         except ValueError:
             raise ValueError(
                 f"{path}, line {line}: expected query,rank,name,score; got {row!r}"
             ) from None
+        _check_score(score, path, query, int(rank), parse=True)
     return {query: [name for _, name in sorted(found)] for query, found in hits.items()}
 
 
