@@ -17,12 +17,8 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
-<<<<<<< HEAD
 from vlad.formats.descriptor_files import read_descriptor_file
-=======
-from vlad.core.descriptors import DescriptorSets
 from vlad.formats.names import printable
->>>>>>> hostile
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import load_index
 from vlad.search.queries import read_queries
