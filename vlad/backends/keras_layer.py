@@ -89,7 +89,8 @@ class NetVLAD(keras.layers.Layer):
         PyTorch layer's ``assignment.weight``.
     assignment_bias : Variable of shape (n_clusters,)
     alpha : float or None
-        The sharpness :meth:`from_codebook` set; None otherwise.
+        The sharpness :meth:`from_codebook` set; None otherwise (and in a
+        layer loaded from a file: the variables are what counts).
 
     See Also
     --------
@@ -249,7 +250,7 @@ class NetVLAD(keras.layers.Layer):
 
 
 def padded(
-    descriptors: ArrayLike, offsets: ArrayLike, dtype=None
+    descriptors: ArrayLike, offsets: ArrayLike, dtype: np.dtype | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Stacked descriptors as a padded batch and its mask, for :class:`NetVLAD`.
 
