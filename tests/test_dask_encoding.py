@@ -195,5 +195,5 @@ def test_without_the_extra_the_error_says_what_to_install(
     )
     assert result.stderr == (
         "Error: running on a Dask cluster requires dask.distributed; install it "
-        "with: pip install 'vlad[dask]'\n"
+        "with: pip install 'vlad-toolkit[dask]'\n"
     )

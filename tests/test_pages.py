@@ -23,7 +23,9 @@ from vlad.pages.html import escape, url, visible
 from vlad.pages.thumbnails import THUMBNAIL_SIZE, ImageFolders
 from vlad.search.results import QueryResult, SearchResults
 
-PIL = pytest.importorskip("PIL.Image", reason="the pages need Pillow (vlad[html])")
+PIL = pytest.importorskip(
+    "PIL.Image", reason="the pages need Pillow (vlad-toolkit[html])"
+)
 
 DATABASE = ["a.jpg", "b.jpg", "c.jpg", "sub/d.jpg", *HOSTILE_NAMES, "broken.jpg"]
 QUERIES = ["q1.jpg", "q2.jpg", "q3.jpg", "<script>alert(2)</script>.jpg"]

@@ -22,7 +22,7 @@ from vlad.pages import write_evaluation_page, write_search_page
 from vlad.pages.html import visible
 from vlad.search.results import QueryResult, SearchResults
 
-pytest.importorskip("PIL", reason="the pages need Pillow (vlad[html])")
+pytest.importorskip("PIL", reason="the pages need Pillow (vlad-toolkit[html])")
 webdriver = pytest.importorskip(
     "selenium.webdriver", reason="selenium not installed (pip install -e '.[test]')"
 )

@@ -18,7 +18,7 @@ from vlad.search import build_index
 from vlad.search.reranking import rerank_spatially
 from vlad.search.spatial import MIN_INLIERS, count_inliers
 
-pytest.importorskip("PIL", reason="the pages need Pillow (vlad[html])")
+pytest.importorskip("PIL", reason="the pages need Pillow (vlad-toolkit[html])")
 
 
 def test_the_two_images_stand_side_by_side_at_one_height():

@@ -14,7 +14,8 @@ Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
 :class:`VLADEncoder`, :class:`SIFTExtractor`, :class:`FeatureExtractor`. Accelerators
 (:mod:`vlad.backends`): :class:`JaxEncoder` (JAX), :class:`TorchEncoder`
-(PyTorch) and the trainable layer :class:`vlad.backends.torch_layer.NetVLAD`.
+(PyTorch) and the trainable layers :class:`vlad.backends.torch_layer.NetVLAD`
+and :class:`vlad.backends.keras_layer.NetVLAD` (Keras 3).
 """
 
 import importlib

@@ -190,7 +190,7 @@ def test_jax_requested_but_not_installed(monkeypatch, tmp_path, codebook_path):
     result = run(*args, "--aggregator", "jax", exit_code=1)
     assert result.stderr == (
         "Error: the 'jax' aggregator requires JAX; install it with: "
-        "pip install 'vlad[jax]'\n"
+        "pip install 'vlad-toolkit[jax]'\n"
     )
     assert not (tmp_path / "v.npy").exists()
 

@@ -20,7 +20,7 @@ from vlad.search import read_rankings
 
 from .conftest import FAST, run
 
-pytest.importorskip("PIL", reason="the pages need Pillow (vlad[html])")
+pytest.importorskip("PIL", reason="the pages need Pillow (vlad-toolkit[html])")
 
 QUERIED = ["astronaut.jpg", "chelsea.jpg", "coffee.jpg"]
 
@@ -226,7 +226,7 @@ def test_without_pillow_the_error_says_what_to_install(
     # Said at once, before the search.
     assert result.output == (
         "Error: the HTML pages make thumbnails with Pillow; install it with: "
-        "pip install 'vlad[html]'\n"
+        "pip install 'vlad-toolkit[html]'\n"
     )
 
 

@@ -7,5 +7,8 @@
   chunks of rows and summation blocks;
 - :mod:`vlad.backends.jax_runtime`, :mod:`vlad.backends.jax_kernels`,
   :mod:`vlad.backends.jax_batches` and :mod:`vlad.backends.jax_encoder`: JAX,
-  its jitted kernels, the host side of a batch, and :class:`vlad.JaxEncoder`.
+  its jitted kernels, the host side of a batch, and :class:`vlad.JaxEncoder`;
+- :mod:`vlad.backends.netvlad`: the initialisation from a codebook that the
+  NetVLAD layers share, :mod:`vlad.backends.torch_layer` (PyTorch) and
+  :mod:`vlad.backends.keras_layer` (Keras 3, any back-end).
 """

@@ -24,6 +24,6 @@ def numba_kernels() -> ModuleType:
     except ImportError:
         raise ImportError(
             "the 'numba' aggregator requires numba; install it with: "
-            "pip install 'vlad[numba]'"
+            "pip install 'vlad-toolkit[numba]'"
         ) from None
     return importlib.import_module("vlad.backends.numba_kernels")

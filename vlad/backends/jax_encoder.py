@@ -62,7 +62,7 @@ class JaxEncoder:
     Raises
     ------
     ImportError
-        JAX is not installed (``pip install 'vlad[jax]'``).
+        JAX is not installed (``pip install 'vlad-toolkit[jax]'``).
     ValueError
         Bad settings, or another aggregator than JAX's.
 

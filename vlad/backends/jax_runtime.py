@@ -12,6 +12,6 @@ def import_jax():
     except ImportError:
         raise ImportError(
             "the 'jax' aggregator requires JAX; "
-            "install it with: pip install 'vlad[jax]'"
+            "install it with: pip install 'vlad-toolkit[jax]'"
         ) from None
     return jax

@@ -57,7 +57,7 @@ class TorchEncoder:
     Raises
     ------
     ImportError
-        PyTorch is not installed (``pip install 'vlad[torch]'``).
+        PyTorch is not installed (``pip install 'vlad-toolkit[torch]'``).
     ValueError
         Bad settings, or another aggregator than PyTorch's.
 

@@ -1,7 +1,7 @@
 """NetVLAD: a trainable VLAD pooling layer for PyTorch (optional dependency).
 
 This module imports PyTorch: ``import vlad`` does not load it. Requires
-``pip install 'vlad[torch]'``.
+``pip install 'vlad-toolkit[torch]'``.
 
 References
 ----------
@@ -11,86 +11,18 @@ References
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.backends.netvlad import initial_parameters, sharpness_for
 from vlad.backends.torch_runtime import full_float32_matmul, import_torch
-from vlad.core.codebook import Codebook, as_centers
+from vlad.core.codebook import Codebook
 from vlad.core.normalization import NORM_FLOOR
-from vlad.core.validation import (
-    as_float_matrix,
-    as_offsets,
-    check_finite,
-    check_n_features,
-    check_positive_int,
-)
+from vlad.core.validation import as_offsets, check_positive_int
 
 torch = import_torch()
 
 __all__ = ["NetVLAD", "sharpness_for"]
-
-
-def sharpness_for(
-    centers: np.ndarray, descriptors: np.ndarray, ratio: float = 100.0
-) -> float:
-    """The soft-assignment sharpness ``alpha`` at which a descriptor's nearest
-    centre weighs ``ratio`` times its second nearest, on average.
-
-    A descriptor ``x`` weighs centre ``k`` by ``exp(-alpha |x - c_k|^2)``, so
-    the nearest over the second is ``exp(alpha (d_2 - d_1))`` with ``d_1 <=
-    d_2`` its two smallest squared distances; ``alpha = log(ratio) /
-    mean(d_2 - d_1)`` over the sample, as the NetVLAD paper's own code
-    initialises it (from the distances, not from neighbour indices).
-
-    Parameters
-    ----------
-    centers : ndarray of shape (n_clusters, n_features), n_clusters >= 2
-    descriptors : ndarray of shape (n_samples, n_features)
-    ratio : float, default=100.0
-
-    Returns
-    -------
-    alpha : float
-
-    Raises
-    ------
-    ValueError
-        Fewer than two centres, no descriptors, a ratio <= 1, or descriptors
-        equally far from their two nearest centres.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from vlad.backends.torch_layer import sharpness_for  # doctest: +SKIP
-    >>> centers = np.array([[0.0], [2.0]])
-    >>> sharpness_for(centers, np.array([[0.5]]), ratio=np.e)  # doctest: +SKIP
-    0.5
-    """
-    if centers.shape[0] < 2:
-        raise ValueError(
-            f"NetVLAD needs at least 2 centres to set alpha; got {centers.shape[0]}"
-        )
-    if descriptors.shape[0] == 0:
-        raise ValueError("descriptors_sample must hold at least one descriptor")
-    if not (isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 1):
-        raise ValueError(f"ratio must be a number > 1; got {ratio!r}")
-    centers = centers.astype(np.float64)
-    descriptors = descriptors.astype(np.float64)
-    squared = (
-        np.einsum("nf,nf->n", descriptors, descriptors)[:, None]
-        - 2 * descriptors @ centers.T
-        + np.einsum("kf,kf->k", centers, centers)
-    )
-    nearest_two = np.partition(squared, 1, axis=1)[:, :2]
-    gap = float(np.mean(nearest_two[:, 1] - nearest_two[:, 0]))
-    if not gap > 0:
-        raise ValueError(
-            "the sample's descriptors are as close to their second nearest centre "
-            "as to their nearest: alpha cannot be set from them"
-        )
-    return math.log(ratio) / gap
 
 
 class NetVLAD(torch.nn.Module):
@@ -199,22 +131,18 @@ class NetVLAD(torch.nn.Module):
             See :func:`sharpness_for`; or a sample of another dimension, or
             with NaN/inf values.
         """
-        centers = as_centers(codebook).astype(np.float64)
-        sample = as_float_matrix(descriptors_sample, "descriptors_sample")
-        check_n_features(sample.shape[1], centers.shape[1])
-        check_finite(sample, "descriptors_sample")
-        layer = cls(*centers.shape, **kwargs)
-        if layer.normalize_input:
-            norms = np.linalg.norm(sample.astype(np.float64), axis=1, keepdims=True)
-            sample = sample / np.maximum(norms, NORM_FLOOR)
-        alpha = sharpness_for(centers, sample, ratio)
+        start = initial_parameters(
+            codebook,
+            descriptors_sample,
+            ratio,
+            normalize_input=kwargs.get("normalize_input", False),
+        )
+        layer = cls(*start.centers.shape, **kwargs)
         with torch.no_grad():
-            layer.centers.copy_(torch.from_numpy(centers))
-            layer.assignment.weight.copy_(torch.from_numpy(2 * alpha * centers))
-            layer.assignment.bias.copy_(
-                torch.from_numpy(-alpha * np.einsum("kf,kf->k", centers, centers))
-            )
-        layer.alpha = alpha
+            layer.centers.copy_(torch.from_numpy(start.centers))
+            layer.assignment.weight.copy_(torch.from_numpy(start.weight))
+            layer.assignment.bias.copy_(torch.from_numpy(start.bias))
+        layer.alpha = start.alpha
         return layer
 
     def forward(self, descriptors, mask=None, offsets=None):

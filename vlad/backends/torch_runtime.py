@@ -24,7 +24,7 @@ def import_torch():
         import torch
     except ImportError:
         raise ImportError(
-            "this requires PyTorch; install it with: pip install 'vlad[torch]' "
+            "this requires PyTorch; install it with: pip install 'vlad-toolkit[torch]' "
             "(see docs/accelerators.md for a CPU-only build)"
         ) from None
     return torch

@@ -101,7 +101,7 @@ def dask_options(shared: str) -> Callable[[Callable], Callable]:
             is_flag=True,
             help="Make the shards of a folder on a Dask cluster of -j worker "
             "processes on this machine, one task per shard (needs: pip install "
-            "'vlad[dask]').",
+            "'vlad-toolkit[dask]').",
         )(command)
 
     return decorate

@@ -46,7 +46,7 @@ logger = logging.getLogger("vlad.cli")
 @click.option(
     "--factory",
     help="faiss index_factory string for approximate or compressed search, such "
-    'as "IVF256,PQ32" or "HNSW32" (needs pip install \'vlad[faiss]\'); default '
+    'as "IVF256,PQ32" or "HNSW32" (needs pip install \'vlad-toolkit[faiss]\'); default '
     "exact search.",
 )
 @click.option(

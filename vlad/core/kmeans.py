@@ -195,7 +195,8 @@ def faiss_kmeans(
         import faiss
     except ImportError:
         raise ImportError(
-            "backend='faiss' requires faiss; install it with: pip install 'vlad[faiss]'"
+            "backend='faiss' requires faiss; install it with: "
+            "pip install 'vlad-toolkit[faiss]'"
         ) from None
     training = np.ascontiguousarray(training, dtype=np.float32)
     n_training, n_features = training.shape

@@ -18,7 +18,7 @@ relative path such as ``db/0001.jpg`` is a group ``0001.jpg`` inside a group
 Image names are found as hloc's ``list_h5_names`` finds them: the groups that
 hold the dataset. Images come in the order of their names (Python's sort),
 whatever order the file keeps them in. Reading needs h5py
-(``pip install 'vlad[hloc]'``).
+(``pip install 'vlad-toolkit[hloc]'``).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _h5py():
     except ImportError:
         raise ImportError(
             "hloc's HDF5 feature files need h5py; install it with: "
-            "pip install 'vlad[hloc]'"
+            "pip install 'vlad-toolkit[hloc]'"
         ) from None
     return h5py
 

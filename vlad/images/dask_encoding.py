@@ -15,7 +15,7 @@ this machine (:func:`dask_client` with no address) or an existing scheduler
 (``tcp://host:8786``, as started by dask-jobqueue on SLURM or PBS,
 dask-kubernetes, or ``dask scheduler`` and ``dask worker`` by hand). Images,
 codebook and folder must be on a file system every worker sees under the same
-paths. Needs ``pip install 'vlad[dask]'``.
+paths. Needs ``pip install 'vlad-toolkit[dask]'``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ __all__ = [
 #: Times a task that raised is run again (a worker that dies is handled by the
 #: scheduler's own ``distributed.scheduler.allowed-failures``, 3 by default).
 TASK_RETRIES = 2
-_INSTALL = "pip install 'vlad[dask]'"
+_INSTALL = "pip install 'vlad-toolkit[dask]'"
 _TRIM_SETTING = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 # Codebooks loaded in this process, by (path, fingerprint): a worker process
 # reads each codebook once, whatever the number of tasks it runs.
@@ -98,7 +98,7 @@ def dask_client(
     Raises
     ------
     ImportError
-        Without ``vlad[dask]``.
+        Without ``vlad-toolkit[dask]``.
     ValueError
         Both ``scheduler`` and ``n_workers``, or a bad ``n_workers``.
     OSError
@@ -187,7 +187,7 @@ def require_client(client: Any) -> Any:
     Raises
     ------
     ImportError
-        Without ``vlad[dask]``.
+        Without ``vlad-toolkit[dask]``.
     TypeError
         ``client`` is not a ``distributed.Client``.
     """

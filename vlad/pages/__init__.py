@@ -6,7 +6,7 @@ a ground truth when given), :func:`write_evaluation_page` the metrics, a
 precision-recall curve, mAP by tag and the queries of lowest AP, and
 :func:`write_matches_picture` two images side by side with their inlier
 correspondences. Thumbnails are made with Pillow (``pip install
-'vlad[html]'``) and kept in a folder beside each page.
+'vlad-toolkit[html]'``) and kept in a folder beside each page.
 """
 
 from vlad.pages.evaluation_page import write_evaluation_page

@@ -83,7 +83,7 @@ def write_evaluation_page(
     Raises
     ------
     ImportError
-        Pillow is not installed (``pip install 'vlad[html]'``).
+        Pillow is not installed (``pip install 'vlad-toolkit[html]'``).
     ValueError
         A malformed ground truth, image folders with no images, or counts
         below 1.

@@ -59,7 +59,7 @@ def require_pillow():
     except ImportError:
         raise ImportError(
             "the HTML pages make thumbnails with Pillow; install it with: "
-            "pip install 'vlad[html]'"
+            "pip install 'vlad-toolkit[html]'"
         ) from None
     return PIL
 

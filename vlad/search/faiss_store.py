@@ -1,4 +1,6 @@
-"""Approximate and compressed vector storage by faiss (``pip install 'vlad[faiss]'``).
+"""Approximate and compressed vector storage by faiss.
+
+Needs ``pip install 'vlad-toolkit[faiss]'``.
 
 An index is described by a faiss ``index_factory`` string, as faiss users
 write it (``"IVF1024,PQ32"``, ``"OPQ32,IVF1024,PQ32"``, ``"HNSW32"``,
@@ -24,7 +26,7 @@ def require_faiss():
     except ImportError:
         raise ImportError(
             "approximate and compressed indexes require faiss; install it with: "
-            "pip install 'vlad[faiss]'"
+            "pip install 'vlad-toolkit[faiss]'"
         ) from None
     return faiss
 

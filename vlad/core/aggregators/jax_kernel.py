@@ -28,7 +28,7 @@ def aggregate_jax(
     Chunk, image and block counts are rounded to powers of two, so the
     kernels compile once per size class. With ``residual_norm``, each
     residual is divided by its L2 norm before the scatter. Requires JAX
-    (``pip install 'vlad[jax]'``).
+    (``pip install 'vlad-toolkit[jax]'``).
     """
     jax = import_jax()
     n_images = offsets.shape[0] - 1
