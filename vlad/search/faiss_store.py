@@ -9,6 +9,7 @@ database is compressed (Jégou et al. 2011).
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -142,7 +143,7 @@ class FaissStore:
         """Dimension of the stored vectors."""
         return int(self.index.d)
 
-    @property
+    @functools.cached_property
     def bytes_per_vector(self) -> int:
         """Bytes of one vector's code: ``M * nbits / 8`` for ``PQ{M}x{nbits}``,
         one per dimension for ``SQ8``, four for flat storage.
@@ -150,6 +151,7 @@ class FaissStore:
         The code is what compression is measured by; beside it an inverted
         list (``IVF``) keeps an 8-byte id per vector, and a graph (``HNSW``)
         its links. A refined index (``RFlat``) counts both of its codes.
+        Found once (every search records it).
         """
         code_bytes = _code_bytes(require_faiss(), self.index)
         return 4 * self.dimension if code_bytes is None else code_bytes
