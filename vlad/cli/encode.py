@@ -206,7 +206,7 @@ def encode(
         result.codebook.fingerprint,
         *outputs,
     )
-    report_skipped(result.report)
+    report_skipped(result.report, vectors=True)
 
 
 def _encode_to_folder(
@@ -256,5 +256,6 @@ def _encode_to_folder(
             shards.names,
             {entry["name"]: entry["reason"] for entry in shards.record["skipped"]},
             shards.record["empty"],
-        )
+        ),
+        vectors=True,
     )
