@@ -130,3 +130,16 @@ def test_a_killed_run_resumes_to_the_same_bytes(codebook_path, tmp_path):
 @pytest.mark.slow
 def test_many_killed_runs_resume_to_the_same_bytes(collection, codebook_path, tmp_path):
     kill_and_resume(collection, codebook_path, tmp_path, 20, seed=2, longest=4.0)
+
+
+def test_a_shard_size_the_library_refuses_is_named_by_its_option(
+    tmp_path, codebook_path
+):
+    folder = tmp_path / "v"
+    result = run("encode", DATA, "-c", codebook_path, "-o", folder,
+                 "--shard-images", 100, exit_code=2)  # fmt: skip
+    assert (
+        "Error: --shard-images must be at least 1, and a multiple of 64 above it; "
+        "got 100"
+    ) in result.stderr
+    assert "shard_images" not in result.stderr and not folder.exists()
