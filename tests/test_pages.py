@@ -444,3 +444,22 @@ def test_a_worst_query_shows_every_relevant_image_it_missed_and_names_the_rest(
     assert names == ["r1.jpg", "r2.jpg", "r3.jpg", "r4.jpg", "r5.jpg", *missed]
     assert section.content().count("not in the ranking") == 4
     assert "+2 more: r7.jpg (rank 7), r9.jpg (rank 9)" in section.content()
+
+
+def test_one_query_is_one_query_not_one_queries(tmp_path, folders):
+    results = SearchResults([hit(["a.jpg", "b.jpg"], "q1.jpg")], {"k": 2})
+    truth = {"q1.jpg": {"relevant": ["b.jpg"]}}
+    search_page, evaluation_page = tmp_path / "s.html", tmp_path / "e.html"
+    write_search_page(
+        search_page, results, images=folders[0], query_images=folders[1],
+        ground_truth=truth,
+    )  # fmt: skip
+    rankings = results.rankings()
+    write_evaluation_page(
+        evaluation_page, evaluate(rankings, truth), rankings, truth,
+        images=folders[0], query_images=folders[1],
+    )  # fmt: skip
+    for page in (search_page, evaluation_page):
+        text = parse_page(page).content()
+        assert "1 query" in text and "1 queries" not in text
+    assert "The query of lowest AP" in parse_page(evaluation_page).content()

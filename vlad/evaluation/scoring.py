@@ -367,7 +367,8 @@ def evaluate(
     _check_rankings(rankings)
     if not any(query in rankings for query in truth):
         raise ValueError(
-            f"the rankings name none of the {len(truth)} queries of the ground truth "
+            f"the rankings name none of the "
+            f"{_plural(len(truth), 'query', 'queries')} of the ground truth "
             f"(such as {_closest(list(truth)[:1], list(rankings))}); they name "
             + (
                 f"{len(rankings)}, such as {next(iter(rankings))!r}"

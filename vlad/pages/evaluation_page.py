@@ -121,7 +121,9 @@ def write_evaluation_page(
         _table(evaluation),
         "<h2>Precision and recall</h2>",
         _charts(evaluation),
-        f"<h2>The {len(worst)} queries of lowest AP</h2>",
+        "<h2>The query of lowest AP</h2>"
+        if len(worst) == 1
+        else f"<h2>The {len(worst)} queries of lowest AP</h2>",
     ]
     for query, (shown, named) in zip(worst, rows, strict=True):
         n_shown = min(n_hits, len(rankings.get(query.query, ())))
@@ -225,7 +227,10 @@ def _worst_row(
 
 def _summary(evaluation: Evaluation) -> str:
     record = evaluation.record
-    facts = [f"{len(evaluation.queries)} queries in the ground truth"]
+    n_queries = len(evaluation.queries)
+    facts = [
+        f"{n_queries} {'query' if n_queries == 1 else 'queries'} in the ground truth"
+    ]
     mean = evaluation.mean
     facts.append(f"{mean['n_queries']} with relevant images, in the means")
     if record.get("results"):

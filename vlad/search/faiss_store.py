@@ -102,11 +102,6 @@ def _lists_that_fit(n_vectors: int) -> str:
     return f"{n_vectors} vectors fit IVF{lists} ({POINTS_PER_CENTRE} a list)"
 
 
-def count(n: int, noun: str) -> str:
-    """``"1 clustering"``, ``"8 clusterings"``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _skip_polysemous_training(faiss, index) -> None:
     """Turn off the polysemous training of the PQ inside ``index``, if any."""
     index = faiss.downcast_index(index)
@@ -140,8 +135,8 @@ def _folded_clustering_warnings(factory: str, n_vectors: int) -> Iterator[None]:
             sys.stderr.write(line)
     if warned:
         clusterings = "; ".join(
-            f"{count(n, 'clustering')} to {centres} centres (faiss suggests "
-            f"{needed} vectors)"
+            f"{n} clustering{'s' if n > 1 else ''} to {centres} centres "
+            f"(faiss suggests {needed} vectors)"
             for (centres, needed), n in sorted(warned.items())
         )
         lists = re.search(r"IVF(\d+)", factory)
