@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import vlad
+from vlad.search import build_index
+
 from .conftest import run
 
 
@@ -19,3 +22,26 @@ def test_info_describes_each_kind_of_file(main_job, tmp_path, photo_sets):
     assert "  fingerprint: " in vectors and "skipped: none\n" in vectors
     summary = json.loads(run("info", "--json", folder / "v.npy").stdout)
     assert summary["n_images"] == 8 and summary["all_finite"] is True
+
+
+def test_info_describes_an_index_folder_and_search_results(main_job, tmp_path):
+    """What the index and the results hold, as the library reads them."""
+    folder, _, _ = main_job
+    vectors, names, _ = vlad.load_vectors(folder / "v.npy")
+    index = build_index(vectors, names, pca=4)
+    index.save(tmp_path / "index")
+    summary = json.loads(run("info", "--json", tmp_path / "index").stdout)
+    assert summary["kind"] == "index" and summary["search"] == "exact"
+    assert (summary["n_images"], summary["n_features"], summary["dimension"]) == (
+        8, 2048, 4,
+    )  # fmt: skip
+    assert summary["whitening"] == index.whitening.record()
+    results = index.search(vectors[:2], k=3, query_names=names[:2])
+    expected = {"n_queries": 2, "n_results": 6, "most_per_query": 3}
+    for suffix, kind in ((".json", "json"), (".csv", "csv"), (".txt", "pairs")):
+        results.write(tmp_path / f"results{suffix}")
+        text = run("info", tmp_path / f"results{suffix}").stdout
+        assert f"kind: search results\nformat: {kind}\n" in text
+        for key, value in expected.items():
+            assert f"\n{key}: {value}\n" in text
+    assert "\nk: 3\n" in run("info", tmp_path / "results.json").stdout
