@@ -19,7 +19,6 @@ __all__ = [
     "USER_ERRORS",
     "check_outputs",
     "count",
-    "first_names",
     "library_errors",
     "log_to_stderr",
     "printable",
@@ -170,7 +169,7 @@ def report_skipped(report: BatchReport, *, vectors: bool = False) -> None:
         logger.info(
             "skipped %s that could not be read: %s",
             " and ".join(parts),
-            first_names(report.skipped),
+            _first_names(report.skipped),
         )
     if report.empty:
         logger.warning(
@@ -178,11 +177,11 @@ def report_skipped(report: BatchReport, *, vectors: bool = False) -> None:
             count(len(report.empty), "image")
             + (" has" if len(report.empty) == 1 else " have"),
             " and a zero VLAD vector" if vectors else "",
-            first_names(report.empty),
+            _first_names(report.empty),
         )
 
 
-def first_names(names: Iterable[str], shown: int = 3) -> str:
+def _first_names(names: Iterable[str], shown: int = 3) -> str:
     """``"a.jpg, b.jpg, c.jpg"``, or the first ``shown`` and ``"+N more"``."""
     names = list(names)
     listed = ", ".join(printable(name) for name in names[:shown])
