@@ -212,3 +212,27 @@ def test_names_that_are_not_utf8_survive_the_json(tmp_path):
     evaluation.write(tmp_path / "evaluation.json")
     written = json.loads((tmp_path / "evaluation.json").read_text(encoding="ascii"))
     assert list(written["per_query"]) == [name]
+
+
+def test_names_that_match_nothing_are_noted_with_the_closest_names():
+    """Results named under the folders searched and a ground truth without
+    them: the notes say which names come closest."""
+    rankings = {
+        "queries/q1.jpg": ["database/a.jpg", "database/b.jpg"],
+        "q2.jpg": ["c.jpeg"],
+    }
+    truth = {"q1.jpg": {"relevant": ["a.jpg"]}, "q2.jpg": {"relevant": ["c.jpg"]}}
+    notes = evaluate(rankings, truth).notes
+    assert notes[0].endswith(": 'q1.jpg' (closest: 'queries/q1.jpg')")
+    assert notes[1] == (
+        "none of the 2 relevant images of the ground truth is in any ranking: are "
+        "names relative to the same folders? 'a.jpg' (closest: 'database/a.jpg'), "
+        "'c.jpg' (closest: 'c.jpeg')"
+    )
+    with pytest.raises(ValueError, match=r"'q1.jpg' \(closest: 'queries/q1.jpg'\)"):
+        evaluate({"queries/q1.jpg": ["a.jpg"]}, truth)
+    # Names that match: no such note.
+    assert evaluate({"q1.jpg": ["b.jpg", "a.jpg"]}, truth).notes == [
+        "1 query of the ground truth is not in the results and counts as finding "
+        "nothing (a pairs file has no line for a query that found nothing): 'q2.jpg'"
+    ]

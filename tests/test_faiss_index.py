@@ -186,7 +186,12 @@ def test_add_to_a_flat_index_equals_building_at_once(database, queries):
     ("factory", "parameters", "message"),
     [
         ("NoSuchIndex", None, "faiss could not build 'NoSuchIndex' for 32 dimensions"),
-        ("IVF4096,Flat", None, "faiss could not train 'IVF4096,Flat' on 597 vectors"),
+        (
+            "IVF4096,Flat",
+            None,
+            "faiss could not train 'IVF4096,Flat' on 597 vectors: .*; 597 vectors "
+            "fit IVF8 \\(39 a list\\), IVF597 at most",
+        ),
         ("PQ7", None, "faiss could not"),
         ("Flat", "nprobe=4", "faiss could not set 'nprobe=4' on 'Flat'"),
         ("", None, "factory must be a faiss index_factory string"),
@@ -197,6 +202,46 @@ def test_what_faiss_refuses_is_one_line(database, factory, parameters, message):
     with pytest.raises(ValueError, match=message) as raised:
         build_index(vectors, factory=factory, parameters=parameters)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("factory", "parameters"),
+    [
+        ("IVF8,PQ4", None),
+        ("PQ4", None),
+        pytest.param("OPQ4,IVF8,PQ4", None, marks=pytest.mark.slow),
+        pytest.param("PQ4", "ht=12", marks=pytest.mark.slow),  # trains it: 26 s
+    ],
+)
+def test_polysemous_training_only_where_hamming_search_is_asked_for(
+    database, factory, parameters
+):
+    """It serves only ht= search and costs several times the rest of training:
+    as faiss's np suffix, unless the parameters set ht."""
+    vectors, _ = database
+    index = build_index(vectors, factory=factory, parameters=parameters)
+    quantiser = faiss.downcast_index(index.store.index)
+    if isinstance(quantiser, faiss.IndexPreTransform):
+        quantiser = faiss.downcast_index(quantiser.index)
+    assert quantiser.do_polysemous_training == (parameters is not None)
+
+
+def test_faiss_clustering_warnings_are_one_line_with_the_lists_that_fit(
+    database, capfd, caplog
+):
+    """faiss prints one warning per k-means (4 PQ sub-quantisers and the
+    lists) on the C++ standard error; vlad logs one line instead."""
+    vectors, _ = database
+    with caplog.at_level("WARNING", logger="vlad.search.faiss_store"):
+        build_index(vectors, factory="IVF32,PQ4")
+    assert "WARNING clustering" not in capfd.readouterr().err
+    [record] = caplog.records
+    assert record.getMessage() == (
+        "training 'IVF32,PQ4' on 597 vectors, fewer than its k-means asks for: "
+        "1 clustering to 32 centres (faiss suggests 1248 vectors); 4 clusterings "
+        "to 256 centres (faiss suggests 9984 vectors); the codes may be coarser; "
+        "597 vectors fit IVF8 (39 a list)"
+    )
 
 
 def test_an_index_of_another_metric_is_refused(tmp_path):

@@ -418,3 +418,50 @@ def test_the_evaluation_report(tmp_path, folders, results):
         beyond = [n for n in truth[query.query]["relevant"] if n not in ranking[:2]]
         assert names == [visible(name) for name in ranking[:2] + beyond]
     assert "not in the results" in tree.find("section", "row")[0].content()
+
+
+def test_a_worst_query_shows_every_relevant_image_it_missed_and_names_the_rest(
+    tmp_path, folders
+):
+    """Relevant beyond the shown hits: the first three found as pictures, in
+    rank order, every missed one as a picture, the others named with ranks."""
+    ranking = [f"r{rank}.jpg" for rank in range(1, 11)]
+    relevant = ["r9.jpg", "r3.jpg", "gone1.jpg", "r4.jpg", "r7.jpg", "r5.jpg"]
+    relevant += ["gone2.jpg", "gone3.jpg", "gone4.jpg"]
+    truth = {"q1.jpg": {"relevant": relevant}}
+    rankings = {"q1.jpg": ranking}
+    page = tmp_path / "report.html"
+    write_evaluation_page(
+        page,
+        evaluate(rankings, truth),
+        rankings,
+        truth,
+        images=folders[0],
+        query_images=folders[1],
+        n_hits=2,
+    )
+    [section] = parse_page(page).find("section", "row")
+    names = [card.find(cls="name")[0].content() for card in section.find("li")]
+    missed = ["gone1.jpg", "gone2.jpg", "gone3.jpg", "gone4.jpg"]
+    assert names == ["r1.jpg", "r2.jpg", "r3.jpg", "r4.jpg", "r5.jpg", *missed]
+    assert section.content().count("not in the ranking") == 4
+    assert "+2 more: r7.jpg (rank 7), r9.jpg (rank 9)" in section.content()
+
+
+def test_one_query_is_one_query_not_one_queries(tmp_path, folders):
+    results = SearchResults([hit(["a.jpg", "b.jpg"], "q1.jpg")], {"k": 2})
+    truth = {"q1.jpg": {"relevant": ["b.jpg"]}}
+    search_page, evaluation_page = tmp_path / "s.html", tmp_path / "e.html"
+    write_search_page(
+        search_page, results, images=folders[0], query_images=folders[1],
+        ground_truth=truth,
+    )  # fmt: skip
+    rankings = results.rankings()
+    write_evaluation_page(
+        evaluation_page, evaluate(rankings, truth), rankings, truth,
+        images=folders[0], query_images=folders[1],
+    )  # fmt: skip
+    for page in (search_page, evaluation_page):
+        text = parse_page(page).content()
+        assert "1 query" in text and "1 queries" not in text
+    assert "The query of lowest AP" in parse_page(evaluation_page).content()

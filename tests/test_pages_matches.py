@@ -146,3 +146,15 @@ def test_the_search_page_links_each_verified_hit_to_its_picture(tmp_path):
         descriptor_sets=(query_sets, database),
     )
     assert {path: path.stat().st_mtime_ns for path in pictures} == pictures
+
+
+def test_the_caption_is_written_over_the_query_images_top_left_only():
+    """Black text on a white box; the rest of the picture as without it."""
+    grey = np.full((200, 150, 3), 128, np.uint8)
+    points = np.array([[10.0, 190.0]])
+    plain = draw_matches(grey, grey, points, points)
+    captioned = draw_matches(grey, grey, points, points, caption="12 inliers")
+    changed = np.argwhere((plain != captioned).any(axis=2))
+    assert changed.size and changed[:, 1].max() < 150 and changed[:, 0].max() < 40
+    box = captioned[: changed[:, 0].max() + 1, : changed[:, 1].max() + 1]
+    assert (box == 255).all(axis=2).mean() > 0.5 and (box < 64).all(axis=2).any()

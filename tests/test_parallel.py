@@ -18,7 +18,6 @@ from vlad.core.parallel import (
     SharedThreadLimit,
     available_cores,
     balanced_ranges,
-    limits_blas,
     resolve_n_jobs,
     run_ranges,
     workers_for,
@@ -121,10 +120,36 @@ def test_run_ranges_keeps_blas_to_one_thread_when_asked(n_workers, limit_blas):
     assert seen == [[1 if limit_blas else 2] * len(before)] * 2
 
 
-def test_one_thread_in_all_or_one_blas_thread_per_worker():
-    assert limits_blas(n_threads=1, n_workers=1)  # n_jobs=1: one thread in all
-    assert limits_blas(n_threads=8, n_workers=8)  # one BLAS thread per worker
-    assert not limits_blas(n_threads=8, n_workers=1)  # small input: BLAS's own
+@pytest.mark.parametrize(
+    ("aggregator", "kernel"),
+    [("auto", "vlad.core.encoding.fused_residuals"),
+     ("sparse", "vlad.core.assignment._assign_rows")],
+)  # fmt: skip
+def test_an_input_too_small_to_share_out_runs_blas_on_one_thread(
+    monkeypatch, aggregator, kernel
+):
+    """One image with the default n_jobs: BLAS's own threads would cost more
+    than the whole product (spin-waiting), so the one worker has one BLAS
+    thread, as with n_jobs=1; the setting is restored after."""
+    sets = vlad.datasets.make_descriptor_sets(1, 2000, 128, seed=0)
+    centers = sets.descriptors[::31][:64]
+    assert sets.descriptors.size * 64 < vlad.core.parallel.PARALLEL_MIN_WORK
+    seen = []
+    module, name = kernel.rsplit(".", 1)
+    original = getattr(__import__(module, fromlist=[name]), name)
+
+    def recording(*args, **kwargs):
+        seen.append(_blas_threads(process_wide=True))
+        return original(*args, **kwargs)
+
+    expected = vlad.encode(sets, centers, aggregator=aggregator, n_jobs=1)
+    monkeypatch.setattr(kernel, recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads(process_wide=True)
+        vectors = vlad.encode(sets, centers, aggregator=aggregator)
+        assert _blas_threads(process_wide=True) == before
+    assert seen and all(threads == [1] * len(before) for threads in seen)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_run_ranges_raises_what_a_worker_raises():

@@ -146,12 +146,13 @@ def test_add_then_search_equals_building_at_once(whitened):
     names = [f"{row}.jpg" for row in range(30)]
     whitening = fit_whitening(vectors, 5) if whitened else None
     at_once = VectorIndex.build(vectors, names, whitening=whitening)
+    queries = random_unit_rows(1, 6, 8)
     grown = VectorIndex.build(vectors[:10], names[:10], whitening=whitening)
+    grown.search(queries, 12)  # searched before it grows: names found anew after
     grown.add(vectors[10:20], names[10:20])
     grown.add(vectors[20:], names[20:])
     assert grown.names == at_once.names and grown.n_empty == at_once.n_empty == 3
     np.testing.assert_array_equal(grown.rows, at_once.rows)
-    queries = random_unit_rows(1, 6, 8)
     same_results(grown.search(queries, 12), at_once.search(queries, 12))
 
 

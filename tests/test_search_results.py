@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vlad.search import QueryResult, SearchResults, read_rankings
+from vlad.search.results import results_from_arrays
 
 #: Names that file systems allow and simple formats trip over.
 AWKWARD_NAMES = [
@@ -261,3 +262,35 @@ def test_writing_replaces_a_file_atomically(tmp_path):
     results_of({"q": ["new"]}).write(path)
     assert read_rankings(path) == {"q": ["new"]}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+@given(st.data())
+def test_results_from_arrays_match_a_plain_loop(data):
+    """Names found by one gather, with -1 rows left out wherever they are, as a
+    plain loop over each query's rows finds them; names given as a list or as
+    an object array alike."""
+    n_images = data.draw(st.integers(1, 6))
+    names = [f"image {row}.jpg" for row in range(n_images)]
+    n_queries = data.draw(st.integers(0, 4))
+    k = data.draw(st.integers(0, 5))
+    rows = np.array(
+        data.draw(
+            st.lists(
+                st.lists(st.integers(-1, n_images - 1), min_size=k, max_size=k),
+                min_size=n_queries,
+                max_size=n_queries,
+            )
+        ),
+        dtype=np.int64,
+    ).reshape(n_queries, k)
+    scores = np.arange(rows.size, dtype=np.float64).reshape(rows.shape)
+    query_names = [f"q{query}" for query in range(n_queries)]
+    for given_names in (names, np.array(names, dtype=object)):
+        found = results_from_arrays(query_names, given_names, scores, rows)
+        assert [result.query for result in found] == query_names
+        for result, query_scores, query_rows in zip(found, scores, rows, strict=True):
+            kept = [column for column in range(k) if query_rows[column] >= 0]
+            assert result.names == tuple(names[query_rows[c]] for c in kept)
+            assert result.rows.tolist() == [query_rows[c] for c in kept]
+            assert result.scores.dtype == np.float32
+            assert result.scores.tolist() == [query_scores[c] for c in kept]

@@ -130,3 +130,44 @@ def test_a_killed_run_resumes_to_the_same_bytes(codebook_path, tmp_path):
 @pytest.mark.slow
 def test_many_killed_runs_resume_to_the_same_bytes(collection, codebook_path, tmp_path):
     kill_and_resume(collection, codebook_path, tmp_path, 20, seed=2, longest=4.0)
+
+
+def test_a_shard_size_the_library_refuses_is_named_by_its_option(
+    tmp_path, codebook_path
+):
+    folder = tmp_path / "v"
+    result = run("encode", DATA, "-c", codebook_path, "-o", folder,
+                 "--shard-images", 100, exit_code=2)  # fmt: skip
+    assert (
+        "Error: --shard-images must be at least 1, and a multiple of 64 above it; "
+        "got 100"
+    ) in result.stderr
+    assert "shard_images" not in result.stderr and not folder.exists()
+
+
+def test_ctrl_c_says_what_was_kept_and_resume_finishes_it(
+    tmp_path, codebook_path, monkeypatch
+):
+    """Interrupted after its first shard: the message says the finished shards
+    stay and --resume finishes the folder; the resumed run says it kept one."""
+    from vlad.formats.shards import ShardWriter
+
+    write = ShardWriter.write
+
+    def interrupted_after_the_first(writer, index, *args, **kwargs):
+        if index > 0:
+            raise KeyboardInterrupt
+        write(writer, index, *args, **kwargs)
+
+    folder = tmp_path / "v"
+    args = ("encode", DATA, "-c", codebook_path, "-o", folder, "--shard-images", 3)
+    monkeypatch.setattr(ShardWriter, "write", interrupted_after_the_first)
+    result = run(*args, exit_code=130)
+    assert result.stderr.endswith(
+        f"interrupted; the finished shards of {folder} are kept: the same command "
+        "with --resume finishes it\n"
+    )
+    monkeypatch.undo()
+    result = run(*args, "--resume")
+    assert "kept 1 finished shard of 3\n" in result.stderr
+    assert vlad.load_vectors(folder)[1] == PHOTOS

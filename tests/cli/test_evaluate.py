@@ -161,7 +161,7 @@ def test_revisited_protocols_and_holidays_names(tmp_path):
 @pytest.mark.parametrize(
     "ground_truth, extra, exit_code, message",
     [
-        ({"other.png": {"relevant": ["a.jpg"]}}, [], 1, "name none of the 1 queries"),
+        ({"other.png": {"relevant": ["a.jpg"]}}, [], 1, "name none of the 1 query of"),
         ({"q": {"relevant": "a.jpg"}}, [], 1, "query 'q': 'relevant' must be a list"),
         ({"q": {"easy": [], "hard": [], "junk": []}}, [], 1, "need a protocol"),
         ({"q": {"relevant": []}}, ["--protocol", "easy"], 1, "unknown key 'relevant'"),

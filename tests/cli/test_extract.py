@@ -41,9 +41,13 @@ def test_extract_warns_with_the_count_of_images_without_descriptors(tmp_path):
         cv2.imwrite(str(folder / name), np.full((64, 64), 128, np.uint8))
     cv2.imwrite(str(folder / "c.png"), cv2.imread(str(DATA / "coffee.jpg")))
     result = run("extract", folder, *FAST, "-o", tmp_path / "d.npz")
-    assert "warning: 2 images have no descriptors, so a zero VLAD vector" in (
-        result.stderr
-    )
+    # One line for both, naming them, with the advice that helps.
+    assert result.stderr.count("a.png") == 1
+    assert (
+        "warning: 2 images have no keypoints, so no descriptors: a.png, b.png; "
+        "--dense describes every image"
+    ) in result.stderr
+    assert "VLAD" not in result.stderr and "min-keypoints" not in result.stderr
 
 
 def test_extract_with_a_callable_by_name(tmp_path, monkeypatch):

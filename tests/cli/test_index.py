@@ -123,7 +123,11 @@ def test_an_interrupted_index_leaves_no_partial_folder(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(vlad.search.exact.ExactStore, "save", interrupted)
-    run("index", vectors_path, "-o", tmp_path / "new", exit_code=130)
+    result = run("index", vectors_path, "-o", tmp_path / "new", exit_code=130)
+    assert result.stderr.endswith(
+        "interrupted; outputs written before are kept, the one being written was "
+        "removed\n"
+    )
     run("index", vectors_path, "-o", tmp_path / "index", "--overwrite", exit_code=130)
     monkeypatch.undo()
     assert [path.name for path in tmp_path.iterdir()] == ["index"]

@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 import vlad
+from vlad.search import build_index
 
 from .conftest import run
 
@@ -37,3 +38,26 @@ def test_a_list_of_a_mapping_then_other_values_prints(tmp_path):
     for path in (tmp_path / "c.npz", tmp_path / "v.npy"):
         shown = run("info", path).stdout
         assert "  - name: a.jpg, reason: empty\n  - b.jpg\n  - 3\n" in shown
+
+
+def test_info_describes_an_index_folder_and_search_results(main_job, tmp_path):
+    """What the index and the results hold, as the library reads them."""
+    folder, _, _ = main_job
+    vectors, names, _ = vlad.load_vectors(folder / "v.npy")
+    index = build_index(vectors, names, pca=4)
+    index.save(tmp_path / "index")
+    summary = json.loads(run("info", "--json", tmp_path / "index").stdout)
+    assert summary["kind"] == "index" and summary["search"] == "exact"
+    assert (summary["n_images"], summary["n_features"], summary["dimension"]) == (
+        8, 2048, 4,
+    )  # fmt: skip
+    assert summary["whitening"] == index.whitening.record()
+    results = index.search(vectors[:2], k=3, query_names=names[:2])
+    expected = {"n_queries": 2, "n_results": 6, "most_per_query": 3}
+    for suffix, kind in ((".json", "json"), (".csv", "csv"), (".txt", "pairs")):
+        results.write(tmp_path / f"results{suffix}")
+        text = run("info", tmp_path / f"results{suffix}").stdout
+        assert f"kind: search results\nformat: {kind}\n" in text
+        for key, value in expected.items():
+            assert f"\n{key}: {value}\n" in text
+    assert "\nk: 3\n" in run("info", tmp_path / "results.json").stdout

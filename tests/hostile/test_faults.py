@@ -137,7 +137,15 @@ def _wait_for_work(process: subprocess.Popen) -> list[str]:
 
 @pytest.mark.parametrize(
     ("sent", "status", "said"),
-    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+    [
+        (signal.SIGTERM, 143, "terminated"),
+        (
+            signal.SIGINT,
+            130,
+            "interrupted; outputs written before are kept, the one being written "
+            "was removed",
+        ),
+    ],
 )
 def test_sigterm_and_ctrl_c_clean_up_and_exit_with_their_status(
     tmp_path, codebook_path, sent, status, said

@@ -35,7 +35,11 @@ from vlad.core.options import EncodingOptions
 from vlad.formats.hloc import write_global_features
 from vlad.formats.vectors import save_vectors, vector_file_paths
 from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
-from vlad.images.sharded import SHARD_IMAGES, encode_images_to_folder
+from vlad.images.sharded import (
+    SHARD_IMAGES,
+    check_shard_images,
+    encode_images_to_folder,
+)
 
 __all__ = ["encode"]
 
@@ -96,6 +100,7 @@ logger = logging.getLogger("vlad.cli")
     f"{ENCODE_CHUNK_IMAGES} above {ENCODE_CHUNK_IMAGES}).",
     "Finish an interrupted run into a folder: keep the shards it wrote "
     "with the same codebook, options and images; make the others.",
+    check=check_shard_images,
 )
 @dask_options("images, codebook and folder")
 @descriptor_options(from_codebook=True)
@@ -224,7 +229,7 @@ def encode(
         result.codebook.fingerprint,
         *outputs,
     )
-    report_skipped(result.report)
+    report_skipped(result.report, vectors=True)
 
 
 def _encode_to_folder(
@@ -274,5 +279,6 @@ def _encode_to_folder(
             shards.names,
             {entry["name"]: entry["reason"] for entry in shards.record["skipped"]},
             shards.record["empty"],
-        )
+        ),
+        vectors=True,
     )

@@ -52,9 +52,21 @@ def file_or_folder_output(
 
 
 def shard_options(
-    default: int, shard_help: str, resume_help: str
+    default: int,
+    shard_help: str,
+    resume_help: str,
+    check: Callable[[int, str], None] | None = None,
 ) -> Callable[[Callable], Callable]:
-    """``--shard-images`` (default ``default``) and ``--resume``."""
+    """``--shard-images`` (default ``default``; ``check(value, name)`` raises
+    ValueError for a value the library refuses) and ``--resume``."""
+
+    def checked(ctx, param, value: int) -> int:
+        if check is not None:
+            try:
+                check(value, "--shard-images")
+            except ValueError as error:
+                raise click.UsageError(str(error)) from None
+        return value
 
     def decorate(command: Callable) -> Callable:
         command = click.option("--resume", is_flag=True, help=resume_help)(command)
@@ -63,6 +75,7 @@ def shard_options(
             type=click.IntRange(min=1),
             default=default,
             show_default=True,
+            callback=checked,
             help=shard_help,
         )(command)
 

@@ -1,4 +1,5 @@
-"""``vlad info``: what a codebook, descriptors or vectors file holds."""
+"""``vlad info``: what a codebook, descriptors, vectors, index or results
+file holds."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from vlad.formats.info import describe_file
 __all__ = ["info"]
 
 
-@click.command(short_help="Show what a codebook, descriptors or vectors file holds.")
+@click.command(short_help="Show what a vlad file, index or results file holds.")
 @click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(file: Path, as_json: bool) -> None:
     """Show what FILE holds: a codebook or descriptor sets (.npz), vectors
-    (.npy, with its .names.txt and .json beside it, or a folder of shards),
-    or hloc's local or global features (.h5).
+    (.npy, with its .names.txt and .json beside it, or a folder of shards), an
+    index folder (vlad index), search results (.json, .csv or pairs .txt), or
+    hloc's local or global features (.h5).
 
     The file, its kind, shapes and fingerprint are what vlad computes, never
     what the file's record claims; control characters in names and records

@@ -22,6 +22,7 @@ from vlad.cli.extract import extract
 from vlad.cli.fit import fit
 from vlad.cli.index import index
 from vlad.cli.info import info
+from vlad.cli.reporting import printable
 from vlad.cli.search import search
 from vlad.cli.show_matches import show_matches
 
@@ -45,16 +46,44 @@ class VladGroup(click.Group):
     cleans up (temporary files go, earlier outputs stay) and exits with
     130 or 143, with one line on stderr."""
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name, command, rest = super().resolve_command(ctx, args)
+        # A copy: parsing consumes the list. For _what_was_kept.
+        ctx.meta["vlad.command"] = (name, command, list(rest))
+        return name, command, rest
+
     def invoke(self, ctx: click.Context):
         try:
             with _terminate_by_exception(), _python_stderr_apart():
                 return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("\ninterrupted", err=True)
+            click.echo(f"\ninterrupted; {self._what_was_kept(ctx)}", err=True)
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except _Terminated:
             click.echo("terminated", err=True)
             raise click.exceptions.Exit(EXIT_TERMINATED) from None
+
+    def _what_was_kept(self, ctx: click.Context) -> str:
+        """What an interrupted subcommand leaves: a folder output its finished
+        shards, for ``--resume``; any other output nothing of itself."""
+        kept = "outputs written before are kept, the one being written was removed"
+        if "vlad.command" not in ctx.meta:
+            return kept
+        name, command, args = ctx.meta["vlad.command"]
+        try:
+            with command.make_context(
+                name, list(args), parent=ctx, resilient_parsing=True
+            ) as sub:
+                output = sub.params.get("output")
+                resumable = "resume" in sub.params
+        except click.ClickException:
+            return kept
+        if resumable and output is not None and not output.suffix:
+            return (
+                f"the finished shards of {printable(str(output))} are kept: the same "
+                "command with --resume finishes it"
+            )
+        return kept
 
 
 @contextlib.contextmanager

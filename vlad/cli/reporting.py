@@ -132,24 +132,35 @@ def _one_line(error: BaseException) -> str:
     return printable(" ".join(message.split()))
 
 
-def report_skipped(report: BatchReport) -> None:
-    """Log how many images (and folders) were skipped or had no descriptors,
-    if any."""
+def report_skipped(report: BatchReport, *, vectors: bool = False) -> None:
+    """Log in one line each how many images (and folders) were skipped and how
+    many had no descriptors, with their first names; ``vectors`` when the
+    command made VLAD vectors (zero for images without descriptors)."""
     if report.skipped:
         n_folders = sum(name.endswith("/") for name in report.skipped)
         n_files = len(report.skipped) - n_folders
         counts = [(n_files, "file"), (n_folders, "folder")]
         parts = [count(n, noun) for n, noun in counts if n]
         logger.info(
-            "skipped %s that could not be read (listed above)", " and ".join(parts)
+            "skipped %s that could not be read: %s",
+            " and ".join(parts),
+            _first_names(report.skipped),
         )
     if report.empty:
         logger.warning(
-            "%s no descriptors, so a zero VLAD vector (listed above); "
-            "--min-keypoints or --dense may describe them",
+            "%s no keypoints, so no descriptors%s: %s; --dense describes every image",
             count(len(report.empty), "image")
             + (" has" if len(report.empty) == 1 else " have"),
+            " and a zero VLAD vector" if vectors else "",
+            _first_names(report.empty),
         )
+
+
+def _first_names(names: Iterable[str], shown: int = 3) -> str:
+    """``"a.jpg, b.jpg, c.jpg"``, or the first ``shown`` and ``"+N more"``."""
+    names = list(names)
+    listed = ", ".join(printable(name) for name in names[:shown])
+    return listed + (f", +{len(names) - shown} more" if len(names) > shown else "")
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

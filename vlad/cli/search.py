@@ -165,7 +165,7 @@ def search(
                 progress=progress,
             )
         if found.report is not None:
-            report_skipped(found.report)
+            report_skipped(found.report, vectors=True)
         expansion = QueryExpansion(qe_neighbours, qe_alpha) if "qe" in rerank else None
         results = index.search(
             found.vectors, k, query_names=found.names, expansion=expansion

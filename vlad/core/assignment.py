@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.finite import DistanceOverflowError, run_in_range
-from vlad.core.parallel import limits_blas, resolve_n_jobs, run_ranges, workers_for
+from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import (
     as_float_matrix,
     check_finite,
@@ -115,7 +115,6 @@ def assign_valid(
         assign_rows,
         list(zip(bounds[:-1], bounds[1:], strict=True)),
         n_parts,
-        limit_blas=limits_blas(n_threads, n_parts),
     )
     return labels
 

@@ -26,7 +26,7 @@ from vlad.core.finite import (
 from vlad.core.nearest import assignment_weights, check_n_nearest, nearest_valid
 from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
-from vlad.core.parallel import limits_blas, resolve_n_jobs, run_ranges, workers_for
+from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
 from vlad.core.validation import all_finite, check_n_features
 from vlad.core.vocabularies import concatenate_vectors, split_vocabularies
 
@@ -65,8 +65,8 @@ def encode(
         Threads for assignment and the fused ``numba`` pass (None or -1:
         every available core), each worker with one BLAS thread; ``1`` is one
         thread in all, BLAS included. Inputs under about 10^8 multiply-adds
-        run on one worker (with BLAS's own threads unless ``n_jobs=1``). The
-        vectors do not depend on it.
+        (descriptors x centres x features) run on one thread, BLAS included,
+        whatever ``n_jobs``. The vectors do not depend on it.
     **settings
         Fields of :class:`EncodingOptions` (``aggregator``, ``power``,
         ``intra``, ``l2``, ``mass``, ``residual_norm``, ``assignment``,
@@ -139,7 +139,6 @@ def encode(
                 sets.offsets,
                 centers,
                 blocks,
-                n_threads,
                 n_workers,
                 options,
             )
@@ -168,7 +167,7 @@ def encode(
 
 
 def _encode_fused(
-    descriptors, offsets, centers, blocks, n_threads, n_workers, options
+    descriptors, offsets, centers, blocks, n_workers, options
 ) -> np.ndarray:
     """Assign, aggregate and normalise block by block, blocks across threads."""
     n_images = offsets.shape[0] - 1
@@ -203,7 +202,6 @@ def _encode_fused(
         encode_block,
         blocks,
         n_workers,
-        limit_blas=limits_blas(n_threads, n_workers),
     )
     return residuals
 

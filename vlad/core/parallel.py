@@ -1,11 +1,12 @@
 """Thread parallelism over contiguous ranges of rows or images.
 
 NumPy's matrix product, OpenCV and the compiled kernels release the GIL, so
-plain threads run them on every core. While vlad's own worker threads run
-(and whenever ``n_jobs=1``), BLAS and OpenCV are kept to one thread each, so
-that they do not multiply the threads (BLAS's threads on cache-sized chunks
-cost more in hand-offs and spin-waiting than they give, and on a busy machine
-far more). Those are settings of the whole process;
+plain threads run them on every core. While vlad's own worker threads run,
+and while an input too small to share out runs on one (under
+:data:`PARALLEL_MIN_WORK`), BLAS and OpenCV are kept to one thread each:
+BLAS's threads on cache-sized chunks cost more in hand-offs and spin-waiting
+than they give (one image of 2,000 descriptors encoded 4 to 40 times slower
+with them), and on a busy machine far more. Those are settings of the whole process;
 :class:`SharedThreadLimit` lowers each while at least one call needs it and
 restores what the process had when the last such call ends, however calls
 from several threads overlap.
@@ -28,7 +29,6 @@ __all__ = [
     "SharedThreadLimit",
     "available_cores",
     "balanced_ranges",
-    "limits_blas",
     "one_opencv_thread",
     "resolve_n_jobs",
     "run_ranges",
@@ -223,14 +223,6 @@ def balanced_ranges(weights_cumsum: np.ndarray, n_parts: int) -> list[tuple[int,
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def limits_blas(n_threads: int, n_workers: int) -> bool:
-    """Whether BLAS must run on one thread: under several workers (one BLAS
-    thread each), and when the caller allowed one thread in all
-    (``n_jobs=1``). One worker for a larger budget (an input too small to
-    share out) leaves BLAS its own threads."""
-    return n_workers > 1 or n_threads == 1
-
-
 def run_ranges(
     function: Callable[[int, int], None],
     ranges: list[tuple[int, int]],
@@ -242,10 +234,9 @@ def run_ranges(
     threads (never more than there are ranges); errors propagate to the
     caller.
 
-    With ``limit_blas`` (see :func:`limits_blas`) BLAS runs on one thread
-    meanwhile, whatever the number of workers: its own threads would spin
-    between the small products of the chunks, competing with the workers and
-    compiled loops for the same cores.
+    With ``limit_blas`` BLAS runs on one thread meanwhile, whatever the number
+    of workers: its own threads would spin between the small products of the
+    chunks, competing with the workers and compiled loops for the same cores.
     """
     limit = single_threaded_blas() if limit_blas else contextlib.nullcontext()
     if n_workers <= 1 or len(ranges) <= 1:

@@ -18,6 +18,7 @@ best first: :meth:`vlad.search.SearchResults.rankings` or
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
@@ -293,6 +294,22 @@ def _some(names: Sequence[str]) -> str:
     return shown + (", ..." if len(names) > 3 else "")
 
 
+def _closest(names: Sequence[str], candidates: Sequence[str]) -> str:
+    """The first three of ``names``, each with the closest of ``candidates``
+    (the same name under a folder, or difflib's closest), for a note on names
+    that match none of them."""
+    shown = []
+    for name in names[:3]:
+        # Names relative to another folder differ by a leading folder.
+        close = [
+            other
+            for other in candidates
+            if other.endswith("/" + name) or name.endswith("/" + other)
+        ][:1] or difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+        shown.append(f"{name!r}" + (f" (closest: {close[0]!r})" if close else ""))
+    return ", ".join(shown) + (", ..." if len(names) > 3 else "")
+
+
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -354,8 +371,9 @@ def evaluate(
     _check_rankings(rankings)
     if not any(query in rankings for query in truth):
         raise ValueError(
-            f"the rankings name none of the {len(truth)} queries of the ground truth "
-            f"(such as {next(iter(truth))!r}); they name "
+            f"the rankings name none of the "
+            f"{_plural(len(truth), 'query', 'queries')} of the ground truth "
+            f"(such as {_closest(list(truth)[:1], list(rankings))}); they name "
             + (
                 f"{len(rankings)}, such as {next(iter(rankings))!r}"
                 if rankings
@@ -383,11 +401,13 @@ def evaluate(
             repeating.append(query)
     unknown = [query for query in rankings if query not in truth]
     evaluation = Evaluation(ks, queries, unknown)
-    evaluation.notes = _notes(evaluation, repeating)
+    evaluation.notes = _notes(evaluation, repeating, rankings, truth)
     return evaluation
 
 
-def _notes(evaluation: Evaluation, repeating: list[str]) -> list[str]:
+def _notes(
+    evaluation: Evaluation, repeating: list[str], rankings: Mapping, truth: Mapping
+) -> list[str]:
     notes = []
     # A missing query without relevant images is left out like any other
     # query without them: the note on those names it.
@@ -402,7 +422,17 @@ def _notes(evaluation: Evaluation, repeating: list[str]) -> list[str]:
             f"{'is' if len(missing) == 1 else 'are'} not in the results and "
             f"{'counts' if len(missing) == 1 else 'count'} as finding nothing "
             f"(a pairs file has no line for a query that found nothing): "
-            f"{_some(missing)}"
+            f"{_closest(missing, evaluation.unknown_queries)}"
+        )
+    ranked = {name for ranking in rankings.values() for name in ranking}
+    relevant = list(
+        dict.fromkeys(name for expected in truth.values() for name in expected.relevant)
+    )
+    if ranked and relevant and ranked.isdisjoint(relevant):
+        notes.append(
+            f"none of the {len(relevant)} relevant images of the ground truth is in "
+            "any ranking: are names relative to the same folders? "
+            f"{_closest(relevant, sorted(ranked))}"
         )
     unknown = evaluation.unknown_queries
     if unknown:

@@ -1,4 +1,5 @@
-"""What a vlad file holds: a codebook, descriptor sets or VLAD vectors."""
+"""What a vlad file holds: a codebook, descriptor sets, VLAD vectors, an index
+folder or search results."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ _VECTOR_RECORD_FIELDS = (
 
 
 def describe_file(path: str | os.PathLike) -> dict:
-    """A JSON-serialisable summary of a codebook, descriptors or vectors file.
+    """A JSON-serialisable summary of a codebook, descriptors, vectors, index
+    or search results file.
 
     Parameters
     ----------
@@ -53,14 +55,18 @@ def describe_file(path: str | os.PathLike) -> dict:
         A codebook or descriptor sets ``.npz`` (from :meth:`Codebook.save`,
         :meth:`DescriptorSets.save` or the ``vlad`` command), a vectors ``.npy``
         with its record (see :mod:`vlad.formats.vectors`), a folder of vector
-        shards (see :mod:`vlad.formats.shards`), hloc's local or global
-        features ``.h5`` (see :mod:`vlad.formats.hloc`) or any other ``.npy``.
+        shards (see :mod:`vlad.formats.shards`), any other ``.npy``, an index
+        folder (from :meth:`vlad.search.VectorIndex.save`), search results
+        (``.json``, ``.csv`` or pairs ``.txt``, from
+        :meth:`vlad.search.SearchResults.write`) or hloc's local or global
+        features ``.h5`` (see :mod:`vlad.formats.hloc`).
 
     Returns
     -------
     dict
         ``"file"``, ``"kind"`` (``"codebook"``, ``"descriptor sets"``,
-        ``"vectors"`` or ``"array"``), shapes and dtypes, and the file's record
+        ``"vectors"``, ``"array"``, ``"index"`` or ``"search results"``),
+        shapes and dtypes, and the file's record
         of how it was made. Descriptor sets that keep keypoint positions have
         ``"keypoints"``: their fields (``["x", "y", "size", "angle"]``). What
         vlad computes (the file, its kind, shapes, the fingerprint) is never
@@ -85,6 +91,8 @@ def describe_file(path: str | os.PathLike) -> dict:
     ('codebook', 2, 8)
     """
     path = Path(path)
+    if (path / "index.json").is_file():
+        return _describe_index(path)
     if is_shard_folder(path):
         return _describe_folder(path)
     if not path.is_file():
@@ -106,10 +114,62 @@ def describe_file(path: str | os.PathLike) -> dict:
         return _describe_npy(path)
     if suffix in HDF5_SUFFIXES:
         return _describe_hloc(path)
+    if suffix in (".json", ".csv", ".txt"):
+        return _describe_results(path)
     raise ValueError(
         f"{path} is not a vlad file: expected a codebook or descriptor sets .npz, "
-        "a vectors .npy or hloc's features .h5"
+        "a vectors .npy, an index folder, search results (.json, .csv, .txt) or "
+        "hloc's features .h5"
     )
+
+
+def _describe_index(path: Path) -> dict:
+    """An index folder, as :func:`vlad.search.load_index` reads it (an exact
+    index's vectors mapped, not read)."""
+    from vlad.search.index import load_index
+
+    index = load_index(path, mmap=True)
+    return {
+        "file": str(path),
+        "kind": "index",
+        "n_images": index.n_images,
+        "n_empty": index.n_empty,
+        "n_features": index.n_features,
+        "dimension": index.dimension,
+        "search": index.factory or "exact",
+        "parameters": index.store.parameters,
+        "bytes_per_image": index.bytes_per_image,
+        "whitening": None if index.whitening is None else index.whitening.record(),
+        "augmentation": (
+            None if index.augmentation is None else index.augmentation.record()
+        ),
+        "source": index.source,
+    }
+
+
+def _describe_results(path: Path) -> dict:
+    """Search results: the queries and what they found, and (``.json``) how
+    the search was made."""
+    from vlad.search.results import read_rankings
+
+    rankings = read_rankings(path)
+    lengths = [len(names) for names in rankings.values()]
+    summary = {
+        "file": str(path),
+        "kind": "search results",
+        "format": {".json": "json", ".csv": "csv"}.get(path.suffix.lower(), "pairs"),
+        "n_queries": len(rankings),
+        "n_results": sum(lengths),
+        "most_per_query": max(lengths, default=0),
+        "n_found_nothing": lengths.count(0),
+    }
+    if summary["format"] == "json":
+        document = json.loads(path.read_bytes())
+        for field in ("k", "index", "query_expansion", "spatial_verification"):
+            if field in document:
+                summary[field] = document[field]
+        summary["notes"] = document.get("notes", [])
+    return summary
 
 
 def _describe_folder(path: Path) -> dict:

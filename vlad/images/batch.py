@@ -543,7 +543,8 @@ def keep_readable(
     order.
 
     Adds their names to ``report.names``, records (and logs) the unreadable ones
-    in ``report.skipped`` and those without descriptors in ``report.empty``.
+    in ``report.skipped`` and those without descriptors in ``report.empty``
+    (logged only at debug level: one line for them all is the caller's).
     """
     kept = []
     for image, features in results:
@@ -553,11 +554,8 @@ def keep_readable(
             continue
         descriptors = features[1]
         if len(descriptors) == 0:
-            logger.warning(
-                "no keypoints in %s: it has no descriptors and a zero VLAD vector "
-                "(a higher min_keypoints or dense keypoints may describe it)",
-                image.name,
-            )
+            # One line for them all comes with the report (report.empty).
+            logger.debug("no keypoints in %s", image.name)
             report.empty.append(image.name)
         logger.debug("%s: %d descriptors", image.name, len(descriptors))
         report.names.append(image.name)

@@ -141,8 +141,12 @@ def plan_folder_run(
         walk_report,
     )
     if len(run.todo) < len(groups):
+        n_kept = len(groups) - len(run.todo)
         logger.info(
-            "kept %d finished shards of %d", len(groups) - len(run.todo), len(groups)
+            "kept %d finished shard%s of %d",
+            n_kept,
+            "" if n_kept == 1 else "s",
+            len(groups),
         )
     return run
 

@@ -54,6 +54,28 @@ SHARD_IMAGES = 16 * ENCODE_CHUNK_IMAGES
 PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
 
 
+def check_shard_images(shard_images: int, name: str = "shard_images") -> None:
+    """Refuse a number of images a shard of vectors cannot cover, by ``name``
+    (the option's name on the command line).
+
+    Raises
+    ------
+    TypeError
+        Not an int.
+    ValueError
+        Below 1, or above :data:`ENCODE_CHUNK_IMAGES` and not a multiple of it.
+    """
+    if isinstance(shard_images, bool) or not isinstance(shard_images, int):
+        raise TypeError(f"{name} must be an int; got {shard_images!r}")
+    if shard_images < 1 or (
+        shard_images > ENCODE_CHUNK_IMAGES and shard_images % ENCODE_CHUNK_IMAGES
+    ):
+        raise ValueError(
+            f"{name} must be at least 1, and a multiple of "
+            f"{ENCODE_CHUNK_IMAGES} above it; got {shard_images}"
+        )
+
+
 def encode_images_to_folder(
     inputs: PathOrPaths,
     codebook: Codebook | str | os.PathLike,
@@ -115,15 +137,7 @@ def encode_images_to_folder(
     >>> np.array_equal(np.asarray(shards), whole.vectors), shards.names == whole.names
     (True, True)
     """
-    if isinstance(shard_images, bool) or not isinstance(shard_images, int):
-        raise TypeError(f"shard_images must be an int; got {shard_images!r}")
-    if shard_images < 1 or (
-        shard_images > ENCODE_CHUNK_IMAGES and shard_images % ENCODE_CHUNK_IMAGES
-    ):
-        raise ValueError(
-            f"shard_images must be at least 1, and a multiple of "
-            f"{ENCODE_CHUNK_IMAGES} above it; got {shard_images}"
-        )
+    check_shard_images(shard_images)
     options = EncodingOptions.resolve(options, **settings)
     resolve_n_jobs(n_jobs)
     if isinstance(options.aggregator, str):

@@ -278,7 +278,12 @@ def _plan(
     ]
     n_kept = sum(shard is not None for shard in shards)
     if n_kept:
-        logger.info("kept %d finished shards of %d", n_kept, len(groups))
+        logger.info(
+            "kept %d finished shard%s of %d",
+            n_kept,
+            "" if n_kept == 1 else "s",
+            len(groups),
+        )
     return _Run(writer, options, shard_images, groups, keys, shards, walk_report)
 
 

@@ -35,7 +35,8 @@ __all__ = ["N_HITS", "N_WORST", "write_evaluation_page"]
 #: Queries of lowest AP the report shows, and hits of each.
 N_WORST = 20
 N_HITS = 5
-#: Relevant images beyond the shown hits that a worst query's row shows.
+#: Relevant images found beyond the shown hits that a worst query's row shows
+#: as pictures (the rest are named, and the missed ones always shown).
 N_EXPECTED = 3
 
 
@@ -102,7 +103,7 @@ def write_evaluation_page(
     database, queries = ImageFolders(images), ImageFolders(query_images)
     rows = [_row_images(query, rankings, truth, n_hits) for query in worst]
     sources = [queries.locate(query.query) for query in worst]
-    sources += [database.locate(entry[0]) for shown in rows for entry in shown]
+    sources += [database.locate(entry[0]) for shown, _ in rows for entry in shown]
     distinct = list(dict.fromkeys(sources))
     folder = page_folder(path) / "thumbnails"
     if any(source is not None for source in distinct):
@@ -120,11 +121,15 @@ def write_evaluation_page(
         _table(evaluation),
         "<h2>Precision and recall</h2>",
         _charts(evaluation),
-        f"<h2>The {len(worst)} queries of lowest AP</h2>",
+        "<h2>The query of lowest AP</h2>"
+        if len(worst) == 1
+        else f"<h2>The {len(worst)} queries of lowest AP</h2>",
     ]
-    for query, shown in zip(worst, rows, strict=True):
+    for query, (shown, named) in zip(worst, rows, strict=True):
         n_shown = min(n_hits, len(rankings.get(query.query, ())))
-        parts.append(_worst_row(query, shown, n_shown, thumbnails, queries, database))
+        parts.append(
+            _worst_row(query, shown, named, n_shown, thumbnails, queries, database)
+        )
     page = html_page("vlad evaluation", "\n".join(parts))
     with atomic_write(path) as handle:
         handle.write(page.encode("utf-8"))
@@ -151,9 +156,11 @@ def _worst(evaluation: Evaluation, n_worst: int) -> list[QueryEvaluation]:
 
 def _row_images(
     query: QueryEvaluation, rankings: Mapping, truth: Mapping, n_hits: int
-) -> list[tuple[str, str | None, int | None, str | None]]:
+) -> tuple[list[tuple[str, str | None, int | None, str | None]], list[str]]:
     """``(name, label, rank, note)`` of the hits a worst query's row shows,
-    then of its first relevant images beyond them."""
+    then of its relevant images beyond them: the first :data:`N_EXPECTED`
+    that the ranking holds and every one it misses; and the text of the
+    others (``"a.jpg (rank 12)"``)."""
     ranking = list(rankings.get(query.query, ()))
     expected = truth.get(query.query)
     shown = [
@@ -164,16 +171,22 @@ def _row_images(
     for rank, name in enumerate(ranking, start=1):
         place.setdefault(name, rank)
     beyond = [name for name in expected.relevant if name not in ranking[:n_hits]]
-    for name in beyond[:N_EXPECTED]:
-        rank = place.get(name)
-        note = "not in the ranking" if rank is None else None
-        shown.append((name, "relevant", rank, note))
-    return shown
+    found = sorted((place[name], name) for name in beyond if name in place)
+    for rank, name in found[:N_EXPECTED]:
+        shown.append((name, "relevant", rank, None))
+    shown.extend(
+        (name, "relevant", None, "not in the ranking")
+        for name in beyond
+        if name not in place
+    )
+    named = [f"{name} (rank {rank})" for rank, name in found[N_EXPECTED:]]
+    return shown, named
 
 
 def _worst_row(
     query: QueryEvaluation,
     shown: list[tuple[str, str | None, int | None, str | None]],
+    named: list[str],
     n_hits: int,
     thumbnails: dict,
     queries: ImageFolders,
@@ -198,9 +211,14 @@ def _worst_row(
     expected = "".join(cards[n_hits:])
     if expected:
         heading = f"Relevant beyond the first {n_hits}:" if n_hits else "Relevant:"
+        more = (
+            f'<p class="facts">+{len(named)} more: {escape(", ".join(named))}</p>'
+            if named
+            else ""
+        )
         expected = (
             f'<div class="expected"><p class="facts">{heading}</p>'
-            f'<ol class="hits">{expected}</ol></div>'
+            f'<ol class="hits">{expected}</ol>{more}</div>'
         )
     return (
         f'<section class="row">{card}<ol class="hits">{hits}</ol>{expected}</section>'
@@ -209,7 +227,10 @@ def _worst_row(
 
 def _summary(evaluation: Evaluation) -> str:
     record = evaluation.record
-    facts = [f"{len(evaluation.queries)} queries in the ground truth"]
+    n_queries = len(evaluation.queries)
+    facts = [
+        f"{n_queries} {'query' if n_queries == 1 else 'queries'} in the ground truth"
+    ]
     mean = evaluation.mean
     facts.append(f"{mean['n_queries']} with relevant images, in the means")
     if record.get("results"):

@@ -90,9 +90,10 @@ def draw_matches(
     points: ArrayLike,
     *,
     max_height: int | None = None,
+    caption: str | None = None,
 ) -> np.ndarray:
     """The two images side by side at one height, a line for each pair of
-    points.
+    points, and optionally a caption at the top left.
 
     Parameters
     ----------
@@ -103,6 +104,9 @@ def draw_matches(
         integers), as :attr:`vlad.DescriptorSets.keypoints` holds them.
     max_height : int, optional
         Height of the picture at most; by default the taller image's.
+    caption : str, optional
+        Text written on a white box over the query image's top left corner
+        (ASCII; such as the number of inliers).
 
     Returns
     -------
@@ -147,7 +151,22 @@ def draw_matches(
         cv2.line(canvas, start, end, colour, thickness, cv2.LINE_AA, 4)
         cv2.circle(canvas, start, 2 * 16, colour, -1, cv2.LINE_AA, 4)
         cv2.circle(canvas, end, 2 * 16, colour, -1, cv2.LINE_AA, 4)
+    if caption:
+        _write_caption(canvas, caption, scale=max(0.4, height / 800))
     return canvas
+
+
+def _write_caption(canvas: np.ndarray, caption: str, scale: float) -> None:
+    """Black text on a white box at the top left of ``canvas``, in place."""
+    import cv2
+
+    font, thickness = cv2.FONT_HERSHEY_SIMPLEX, max(1, round(scale * 2))
+    (width, height), baseline = cv2.getTextSize(caption, font, scale, thickness)
+    margin = max(2, round(4 * scale))
+    box = (2 * margin + width, 2 * margin + height + baseline)
+    cv2.rectangle(canvas, (0, 0), box, (255, 255, 255), -1)
+    origin = (margin, margin + height)
+    cv2.putText(canvas, caption, origin, font, scale, (0, 0, 0), thickness, cv2.LINE_AA)
 
 
 def _bgr(image: np.ndarray) -> np.ndarray:
@@ -263,6 +282,7 @@ def write_matches_picture(
         features[0][0][pairs[:, 0], :2],
         features[1][0][pairs[:, 1], :2],
         max_height=max_height,
+        caption=f"{len(pairs)} inliers of {n_matches} matches ({model})",
     )
     with atomic_write(output) as handle:
         handle.write(encode_picture(picture, output.suffix))

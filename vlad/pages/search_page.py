@@ -444,9 +444,14 @@ def _body(
     return "\n".join(parts)
 
 
+def _queries(n: int) -> str:
+    """``"1 query"``, ``"2 queries"``."""
+    return f"{n} {'query' if n == 1 else 'queries'}"
+
+
 def _summary(results: SearchResults, shown: list[QueryResult], scores: dict) -> str:
     record = results.record
-    facts = [f"{len(results.queries)} queries"]
+    facts = [_queries(len(results.queries))]
     if "k" in record:
         facts.append(f"the best {escape(record['k'])} images of each")
     index = record.get("index") or {}
@@ -465,13 +470,14 @@ def _summary(results: SearchResults, shown: list[QueryResult], scores: dict) -> 
     counted = [query for query in scores.values() if query.counted]
     if counted:
         mean = math.fsum(query.scores["AP"] for query in counted) / len(counted)
-        facts.append(f"mAP {percent(mean)}% over {len(counted)} queries")
+        facts.append(f"mAP {percent(mean)}% over {_queries(len(counted))}")
     lines = [f'<p class="summary">{", ".join(facts)}.</p>']
     if len(shown) < len(results.queries):
         which = "of lowest AP" if scores else "first in the results"
         lines.append(
-            f'<p class="summary">Showing {len(shown)} of {len(results.queries)} '
-            f"queries, those {which}; raise the limit to show more.</p>"
+            f'<p class="summary">Showing {len(shown)} of '
+            f"{_queries(len(results.queries))}, those {which}; raise the limit to "
+            "show more.</p>"
         )
     lines.extend(f'<p class="notes">{escape(note)}</p>' for note in results.notes)
     return "\n".join(lines)

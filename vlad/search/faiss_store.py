@@ -7,16 +7,40 @@ write it (``"IVF1024,PQ32"``, ``"OPQ32,IVF1024,PQ32"``, ``"HNSW32"``,
 ``"PQ16"``), always with the inner-product metric. Product-quantised indexes
 (``PQ``) search by asymmetric distance: the query stays exact and only the
 database is compressed (Jégou et al. 2011).
+
+faiss trains 8-bit PQ codes for polysemous search by default, which serves
+only Hamming-threshold search (the ``ht`` parameter) and took 4 to 13 times
+as long as the rest of training: vlad skips it, as faiss's ``np`` suffix
+(``"IVF1024,PQ32np"``) does, unless the search parameters set ``ht``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import os
+import re
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["FaissStore", "require_faiss"]
+
+logger = logging.getLogger(__name__)
+
+#: Training vectors per centre below which faiss's k-means warns
+#: (``ClusteringParameters.min_points_per_centroid``).
+POINTS_PER_CENTRE = 39
+_CLUSTERING_WARNING = re.compile(
+    r"WARNING clustering (\d+) points to (\d+) centroids: "
+    r"please provide at least (\d+) training points"
+)
+_TOO_FEW_POINTS = re.compile(r"Number of training points \((\d+)\).*clusters \((\d+)\)")
 
 
 def require_faiss():
@@ -41,6 +65,16 @@ def _faiss_error(error: Exception, action: str) -> ValueError:
     return ValueError(f"faiss could not {action}: {message.strip()}")
 
 
+def _training_error(error: Exception, factory: str, n_vectors: int) -> ValueError:
+    """faiss's training error, and which number of lists would train."""
+    message = str(_faiss_error(error, f"train {factory!r} on {n_vectors} vectors"))
+    too_few = _TOO_FEW_POINTS.search(str(error))
+    lists = re.search(r"IVF(\d+)", factory)
+    if too_few and lists and int(too_few[2]) == int(lists[1]):
+        message += f"; {_lists_that_fit(n_vectors)}, IVF{n_vectors} at most"
+    return ValueError(message)
+
+
 def _code_bytes(faiss, index) -> int | None:
     """Bytes of one vector's code in ``index``, or None where faiss has none."""
     index = faiss.downcast_index(index)
@@ -61,6 +95,64 @@ def _code_bytes(faiss, index) -> int | None:
         return int(index.sa_code_size())
     except RuntimeError:
         return None
+
+
+def _lists_that_fit(n_vectors: int) -> str:
+    """The largest ``IVF{2^j}`` whose lists each get faiss's suggested
+    number of training vectors (``IVF1`` when none does)."""
+    lists = 1 << max(0, (n_vectors // POINTS_PER_CENTRE).bit_length() - 1)
+    return f"{n_vectors} vectors fit IVF{lists} ({POINTS_PER_CENTRE} a list)"
+
+
+def _skip_polysemous_training(faiss, index) -> None:
+    """Turn off the polysemous training of the PQ inside ``index``, if any."""
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexPreTransform):
+        index = faiss.downcast_index(index.index)
+    if isinstance(index, (faiss.IndexIVFPQ, faiss.IndexPQ)):
+        index.do_polysemous_training = False
+
+
+@contextlib.contextmanager
+def _folded_clustering_warnings(factory: str, n_vectors: int) -> Iterator[None]:
+    """Log faiss's k-means warnings (printed by C++ to standard error, one per
+    clustering: 32 for a ``PQ32``) as one line; other output passes through."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+    warned = Counter()
+    for line in text.splitlines(keepends=True):
+        found = _CLUSTERING_WARNING.search(line)
+        if found:
+            warned[int(found[2]), int(found[3])] += 1
+        else:
+            sys.stderr.write(line)
+    if warned:
+        clusterings = "; ".join(
+            f"{n} clustering{'s' if n > 1 else ''} to {centres} centres "
+            f"(faiss suggests {needed} vectors)"
+            for (centres, needed), n in sorted(warned.items())
+        )
+        lists = re.search(r"IVF(\d+)", factory)
+        advice = ""
+        if lists and int(lists[1]) in {centres for centres, _ in warned}:
+            advice = f"; {_lists_that_fit(n_vectors)}"
+        logger.warning(
+            "training %r on %d vectors, fewer than its k-means asks for: %s; "
+            "the codes may be coarser%s",
+            factory,
+            n_vectors,
+            clusterings,
+            advice,
+        )
 
 
 class FaissStore:
@@ -110,13 +202,14 @@ class FaissStore:
             raise _faiss_error(
                 error, f"build {factory!r} for {dimension} dimensions"
             ) from None
+        if "ht=" not in (parameters or ""):
+            _skip_polysemous_training(faiss, index)
         if not index.is_trained:
             try:
-                index.train(vectors)
+                with _folded_clustering_warnings(factory, vectors.shape[0]):
+                    index.train(vectors)
             except RuntimeError as error:
-                raise _faiss_error(
-                    error, f"train {factory!r} on {vectors.shape[0]} vectors"
-                ) from None
+                raise _training_error(error, factory, vectors.shape[0]) from None
         store = cls(index, factory, parameters)
         store.add(vectors)
         return store
@@ -144,7 +237,7 @@ class FaissStore:
         """Dimension of the stored vectors."""
         return int(self.index.d)
 
-    @property
+    @functools.cached_property
     def bytes_per_vector(self) -> int:
         """Bytes of one vector's code: ``M * nbits / 8`` for ``PQ{M}x{nbits}``,
         one per dimension for ``SQ8``, four for flat storage.
@@ -152,6 +245,7 @@ class FaissStore:
         The code is what compression is measured by; beside it an inverted
         list (``IVF``) keeps an 8-byte id per vector, and a graph (``HNSW``)
         its links. A refined index (``RFlat``) counts both of its codes.
+        Found once (every search records it).
         """
         code_bytes = _code_bytes(require_faiss(), self.index)
         return 4 * self.dimension if code_bytes is None else code_bytes

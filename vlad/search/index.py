@@ -87,6 +87,9 @@ class VectorIndex:
         self.whitening = whitening
         self.source = dict(source or {})
         self.augmentation = augmentation
+        # The names as an object array, for one gather per search; add()
+        # renews it.
+        self._name_array: np.ndarray | None = None
 
     @classmethod
     def build(
@@ -179,6 +182,7 @@ class VectorIndex:
             [self.rows, self.n_images + np.flatnonzero(has_vector)]
         )
         self.names.extend(names)
+        self._name_array = None
 
     def search(
         self,
@@ -238,7 +242,9 @@ class VectorIndex:
             )
         rows = np.where(positions >= 0, self.rows[np.maximum(positions, 0)], -1)
         searched = list(itertools.compress(query_names, has_vector))
-        found = iter(results_from_arrays(searched, self.names, scores, rows))
+        if self._name_array is None or len(self._name_array) != len(self.names):
+            self._name_array = np.array(self.names, dtype=object)
+        found = iter(results_from_arrays(searched, self._name_array, scores, rows))
         results = []
         for name, has in zip(query_names, has_vector, strict=True):
             result = next(found) if has else empty_result(name, NO_DESCRIPTORS)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import os
@@ -344,23 +345,30 @@ def _pairs_rankings(path: Path, text: str) -> dict[str, list[str]]:
 
 def results_from_arrays(
     query_names: Sequence[str],
-    names: Sequence[str],
+    names: Sequence[str] | np.ndarray,
     scores: np.ndarray,
     rows: np.ndarray,
 ) -> list[QueryResult]:
-    """One :class:`QueryResult` per row of ``(scores, rows)``; row -1 ends a list."""
+    """One :class:`QueryResult` per row of ``(scores, rows)``; row -1 ends a list.
+
+    ``names`` is every image's name, as a sequence or (faster, for callers
+    that search often) an object array.
+    """
+    if not isinstance(names, np.ndarray):
+        names = np.array(names, dtype=object)
+    scores = scores.astype(np.float32, copy=False)
+    # One gather for every query: looking names up one at a time cost more
+    # than faiss's search of the same rows.
+    found = names[np.maximum(rows, 0)].tolist()
     results = []
-    for query, query_scores, query_rows in zip(query_names, scores, rows, strict=True):
-        kept = query_rows >= 0
-        query_rows = query_rows[kept]
-        results.append(
-            QueryResult(
-                query,
-                tuple(names[row] for row in query_rows),
-                query_scores[kept].astype(np.float32),
-                query_rows,
-            )
-        )
+    for query, query_scores, query_rows, hits, complete in zip(
+        query_names, scores, rows, found, (rows >= 0).all(axis=1), strict=True
+    ):
+        if not complete:
+            kept = query_rows >= 0
+            query_scores, query_rows = query_scores[kept], query_rows[kept]
+            hits = itertools.compress(hits, kept)
+        results.append(QueryResult(query, tuple(hits), query_scores, query_rows))
     return results
 
 

@@ -31,7 +31,7 @@ def nonzero_rows(vectors: np.ndarray) -> np.ndarray:
     An all-zero VLAD vector is an image without descriptors: it has no
     direction to compare, so it is kept out of fitting and never matched.
     """
-    return np.any(vectors != 0, axis=1)
+    return (vectors != 0).any(axis=1)
 
 
 @dataclass(frozen=True, eq=False)
