@@ -275,7 +275,7 @@ def descriptor_options(
             show_default=shown_default("affine_tilts"),
             help="Also detect keypoints in views simulating the camera tilted by "
             "up to sqrt(2)**N (ASIFT: 5, 10, 18 views for 1, 2, 3), for wide "
-            "viewpoint changes; detection takes 4x, 7x, 10x longer. 0: none.",
+            "viewpoint changes; detection takes about 4x, 7x, 10x longer. 0: none.",
         ),
     ]
 

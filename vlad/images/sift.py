@@ -92,14 +92,16 @@ class SiftOptions:
         tilted away from it (ASIFT, Morel & Yu 2009, by OpenCV's
         ``AffineFeature``): tilts of sqrt(2) to sqrt(2) ** ``affine_tilts``,
         each at several rotations (5 views in all for 1, 10 for 2, 18 for 3,
-        28 for 4). Keypoint positions are mapped back to the image; their
-        size and angle are those in the view they were found in. The
-        descriptors are of the same kind, for the same codebook; detection
-        takes about as many times longer as there are views, shrunk ones
-        counting less (4x, 7x, 10x for 1, 2, 3 tilts). ``max_keypoints``
-        bounds the keypoints of each view and then of the image, keeping the
-        strongest. 0 simulates no tilt; not with ``dense``. Recorded only
-        when not 0.
+        28 for 4). Keypoint positions are mapped back to the image (those
+        landing just outside it moved to its border); their size and angle
+        are those in the view they were found in. The descriptors are of
+        the same kind and size, but distributed otherwise: a codebook
+        refuses descriptors made with other tilts than its own.
+        Detection takes about as many times longer as there are views,
+        shrunk ones counting less (about 4x, 7x, 10x for 1, 2, 3 tilts).
+        ``max_keypoints`` bounds the keypoints of each view and then of the
+        image, keeping the strongest. 0 simulates no tilt; not with
+        ``dense``. Recorded only when not 0.
     """
 
     root_sift: bool | None = None
