@@ -161,6 +161,24 @@ def test_descriptors_of_another_kind_never_meet_the_codebook(codebook, options, 
         encode_images(DATA, codebook, descriptor_options=options)
 
 
+def test_descriptors_of_affine_views_never_meet_a_codebook_of_the_image(codebook):
+    with pytest.raises(ValueError, match=r"dense=False, affine_tilts=0\) or fit"):
+        encode_images(DATA, codebook, descriptor_options={"affine_tilts": 1})
+
+
+def test_a_codebook_of_affine_views_describes_images_with_them():
+    options = {"affine_tilts": 1, "max_side": 128}
+    sets, _ = extract_images(DATA / "rocket.jpg", options, n_jobs=1)
+    codebook = vlad.fit_codebook(sets, 4, seed=0)
+    result = encode_images(DATA / "rocket.jpg", codebook, n_jobs=1)
+    assert result.descriptor["affine_tilts"] == 1
+    np.testing.assert_allclose(result.vectors, vlad.encode(sets, codebook), atol=1e-6)
+    kinds = r"of affine views \(tilts up to 1\) but these descriptors are RootSIFT at"
+    for tilts in (0, 2):
+        with pytest.raises(ValueError, match=kinds):
+            encode_images(DATA, codebook, descriptor_options={"affine_tilts": tilts})
+
+
 def test_descriptor_files_of_another_kind_are_refused_too(tmp_path, codebook):
     sets, _ = extract_images(DATA / "rocket.jpg", {"root_sift": False, "max_side": 256})
     sets.save(tmp_path / "sift.npz")

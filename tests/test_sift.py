@@ -263,3 +263,75 @@ def test_images_without_keypoints_have_empty_keypoints():
         np.zeros((2, 3), np.uint8), SiftOptions(dense=True)
     )
     assert keypoints.shape == (0, 4) and keypoints.dtype == np.float32
+
+
+@pytest.fixture(scope="module")
+def chelsea():
+    return read_image(DATA / "chelsea.jpg")
+
+
+def test_affine_views_are_opencv_affine_feature(chelsea):
+    options = SiftOptions(root_sift=False, max_side=0, max_keypoints=0, affine_tilts=1)
+    keypoints, descriptors = extract_keypoints_with_options(chelsea, options)
+    backend = cv2.AffineFeature_create(cv2.SIFT_create(), maxTilt=1)
+    expected_keypoints, expected = backend.detectAndCompute(chelsea, None)
+    np.testing.assert_array_equal(descriptors, expected)
+    expected_keypoints = opencv_keypoints(expected_keypoints)
+    height, width = chelsea.shape[:2]
+    # Those mapped back a little outside the image are moved to its border.
+    np.clip(expected_keypoints[:, 0], -0.5, width - 0.5, out=expected_keypoints[:, 0])
+    np.clip(expected_keypoints[:, 1], -0.5, height - 0.5, out=expected_keypoints[:, 1])
+    np.testing.assert_allclose(keypoints, expected_keypoints)
+
+
+def test_affine_views_add_keypoints_to_those_of_the_image(chelsea):
+    plain = extract_sift(chelsea, max_keypoints=0)
+    affine = extract_sift(chelsea, max_keypoints=0, affine_tilts=1)
+    assert affine.shape[1] == plain.shape[1] == 128
+    assert len(affine) > 2 * len(plain)
+    # The untilted view is the image itself: its RootSIFT descriptors are all there.
+    rows = {row.tobytes() for row in affine}
+    assert all(row.tobytes() in rows for row in plain)
+    np.testing.assert_allclose(np.linalg.norm(affine, axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("max_keypoints", [1, 300])
+def test_affine_views_keep_max_keypoints_the_strongest(chelsea, max_keypoints):
+    every = SiftOptions(max_keypoints=0, affine_tilts=1)
+    _, all_descriptors = extract_keypoints_with_options(chelsea, every)
+    options = SiftOptions(max_keypoints=max_keypoints, affine_tilts=1)
+    keypoints, descriptors = extract_keypoints_with_options(chelsea, options)
+    assert len(keypoints) == len(descriptors) == max_keypoints
+    rows = {row.tobytes() for row in all_descriptors}
+    assert all(row.tobytes() in rows for row in descriptors)
+
+
+def test_affine_keypoints_lie_in_the_image(chelsea):
+    options = SiftOptions(max_side=256, affine_tilts=2)
+    keypoints, _ = extract_keypoints_with_options(chelsea, options)
+    height, width = chelsea.shape[:2]
+    assert keypoints[:, 0].min() >= -0.5 and keypoints[:, 0].max() <= width - 0.5
+    assert keypoints[:, 1].min() >= -0.5 and keypoints[:, 1].max() <= height - 0.5
+
+
+def test_affine_tilts_are_recorded_only_when_asked_for():
+    assert "affine_tilts" not in SiftOptions().record()
+    options = SiftOptions(affine_tilts=2)
+    assert options.record()["affine_tilts"] == 2
+    assert SiftOptions.from_record(options.record()) == options
+    assert options.kind == (
+        "RootSIFT at detected keypoints of affine views (tilts up to 2)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"affine_tilts": -1}, ValueError, "affine_tilts must be an integer >= 0"),
+        ({"affine_tilts": 1.5}, TypeError, "affine_tilts must be an integer"),
+        ({"affine_tilts": 1, "dense": True}, ValueError, "not to a dense grid"),
+    ],
+)
+def test_bad_affine_tilts_name_the_parameter(options, error, message):
+    with pytest.raises(error, match=message):
+        SiftOptions(**options)

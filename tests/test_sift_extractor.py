@@ -69,6 +69,7 @@ def test_params_clone_and_pickle(extractor, path_sets):
         "max_pixels": 10**6,
         "min_keypoints": 5,
         "features": "sift",
+        "affine_tilts": 2,
         "on_error": "skip",
         "n_jobs": 2,
     }
@@ -79,6 +80,14 @@ def test_params_clone_and_pickle(extractor, path_sets):
     np.testing.assert_array_equal(
         restored.transform(PATHS).descriptors, path_sets.descriptors
     )
+
+
+def test_affine_tilts_are_those_of_the_batch_extraction():
+    options = {"affine_tilts": 1, **FAST_OPTIONS}
+    sets = vlad.SIFTExtractor(**options).transform(PATHS[:1])
+    expected, _ = vlad.extract_images(PATHS[:1], options, n_jobs=1)
+    np.testing.assert_array_equal(sets.descriptors, expected.descriptors)
+    assert sets.metadata == expected.metadata
 
 
 def test_it_runs_in_a_pipeline_from_paths_to_vectors(path_sets):
@@ -98,6 +107,7 @@ def test_it_runs_in_a_pipeline_from_paths_to_vectors(path_sets):
         ({"max_side": -5}, ValueError, "'max_side' parameter of SIFTExtractor"),
         ({"root_sift": "no"}, TypeError, "'root_sift' parameter of SIFTExtractor"),
         ({"n_jobs": 0}, ValueError, "'n_jobs' parameter of SIFTExtractor"),
+        ({"affine_tilts": -1}, ValueError, "'affine_tilts' parameter of SIFTExtr"),
     ],
 )
 def test_bad_parameters_fail_in_fit_and_transform(params, error, message):

@@ -78,3 +78,16 @@ def test_extract_with_a_callable_by_name(tmp_path, monkeypatch):
     refused = run("extract", DATA, "--extractor", "grid_features:corners",
                   "--max-side", 10, "-o", tmp_path / "e.npz", exit_code=1)  # fmt: skip
     assert "apply to OpenCV's features" in refused.output
+
+
+def test_extract_with_affine_tilts(tmp_path):
+    image = DATA / "chelsea.jpg"
+    run("extract", image, *FAST, "--affine-tilts", 1, "-o", tmp_path / "a.npz")
+    sets = vlad.DescriptorSets.load(tmp_path / "a.npz")
+    expected, _ = vlad.extract_images(
+        image, {"affine_tilts": 1, **FAST_OPTIONS}, n_jobs=1
+    )
+    np.testing.assert_array_equal(sets.descriptors, expected.descriptors)
+    np.testing.assert_array_equal(sets.keypoints, expected.keypoints)
+    assert sets.metadata == expected.metadata
+    assert sets.metadata["affine_tilts"] == 1

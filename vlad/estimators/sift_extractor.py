@@ -53,6 +53,10 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         :class:`vlad.SiftOptions`); 0 detects once.
     features : {"sift", "akaze", "orb"}, default="sift"
         The detector and descriptor (see :class:`vlad.SiftOptions`).
+    affine_tilts : int, default=0
+        Also detect keypoints in views simulating the camera tilted by up to
+        sqrt(2) ** ``affine_tilts`` (ASIFT, see :class:`vlad.SiftOptions`); 0
+        simulates none.
     on_error : {"raise", "skip"}, default="raise"
         What an image that cannot be read or described does: ``"raise"``
         stops :meth:`transform` with its error; ``"skip"`` logs a warning and
@@ -86,6 +90,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         "max_pixels": [Interval(Integral, 0, None, closed="left")],
         "min_keypoints": [Interval(Integral, 0, None, closed="left")],
         "features": [StrOptions(set(DETECTORS))],
+        "affine_tilts": [Interval(Integral, 0, None, closed="left")],
         "on_error": [StrOptions({"raise", "skip"})],
         "n_jobs": N_JOBS,
     }
@@ -100,6 +105,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         max_pixels: int = MAX_PIXELS,
         min_keypoints: int = MIN_KEYPOINTS,
         features: str = "sift",
+        affine_tilts: int = 0,
         on_error: str = "raise",
         n_jobs: int | None = None,
     ):
@@ -110,6 +116,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         self.max_pixels = max_pixels
         self.min_keypoints = min_keypoints
         self.features = features
+        self.affine_tilts = affine_tilts
         self.on_error = on_error
         self.n_jobs = n_jobs
 
@@ -162,6 +169,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             self.max_pixels,
             self.min_keypoints,
             self.features,
+            affine_tilts=self.affine_tilts,
         )
         if isinstance(X, (str, os.PathLike)):
             raise TypeError(

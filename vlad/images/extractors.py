@@ -155,12 +155,20 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
     recorded = _sift_options_of(codebook_record, "the codebook")
     if options is None or recorded is None:
         return
-    if (options.root_sift, options.dense) != (recorded.root_sift, recorded.dense):
+    # Affine views shift every image's residuals: vectors of descriptors made
+    # with and without them (or with other tilts) do not compare.
+    kinds = [
+        (made.root_sift, made.dense, made.affine_tilts) for made in (options, recorded)
+    ]
+    if kinds[0] != kinds[1]:
+        tilts = ""
+        if options.affine_tilts or recorded.affine_tilts:
+            tilts = f", affine_tilts={recorded.affine_tilts}"
         raise ValueError(
             f"the codebook was fitted on {recorded.kind} but these descriptors are "
             f"{options.kind}; make them as the codebook's were "
-            f"(root_sift={recorded.root_sift}, dense={recorded.dense}) or fit a new "
-            "codebook"
+            f"(root_sift={recorded.root_sift}, dense={recorded.dense}{tilts}) or fit "
+            "a new codebook"
         )
 
 
