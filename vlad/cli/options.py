@@ -285,3 +285,53 @@ def descriptor_options(
         (extractor_options if extractor else []) + options,
         drop_unset=True,
     )
+
+
+def verification_options(command: Callable) -> Callable:
+    """``--matching``, ``--geometry`` and ``--inlier-threshold``: how spatial
+    verification pairs descriptors and which model it fits, gathered into one
+    ``verification`` keyword (a dict of :func:`vlad.search.spatial.inlier_matches`'s
+    ``matching``, ``model`` and ``reprojection_threshold``)."""
+    from vlad.search.spatial import (
+        EPIPOLAR_THRESHOLD,
+        GEOMETRIC_MODELS,
+        MATCHINGS,
+        POSITION_SIDE,
+        REPROJECTION_THRESHOLD,
+    )
+
+    return option_group(
+        "verification",
+        ("matching", "model", "reprojection_threshold"),
+        [
+            click.option(
+                "--matching",
+                type=click.Choice(sorted(MATCHINGS)),
+                default="mutual+ratio",
+                show_default=True,
+                help="How descriptors are paired: mutual nearest neighbours, "
+                "those that also pass Lowe's ratio test, or the ratio test "
+                "alone (vlad 0.4).",
+            ),
+            click.option(
+                "--geometry",
+                "model",
+                type=click.Choice(list(GEOMETRIC_MODELS)),
+                default="fundamental",
+                show_default=True,
+                help="The model that inliers fit: fundamental (a 3-D scene "
+                "from another viewpoint), homography (a plane), affine or "
+                "similarity (edited copies).",
+            ),
+            click.option(
+                "--inlier-threshold",
+                "reprojection_threshold",
+                type=click.FloatRange(min=0.0, min_open=True),
+                default=None,
+                help="Largest error of an inlier, in pixels of images scaled "
+                f"down to keypoints {POSITION_SIDE:g} pixels across (default: "
+                f"{EPIPOLAR_THRESHOLD:g} for fundamental, {REPROJECTION_THRESHOLD:g} "
+                "for the others).",
+            ),
+        ],
+    )(command)
