@@ -3,9 +3,10 @@
 Times :func:`vlad.search.spatial.spatial_rerank` on real photos' descriptors
 (a descriptors file from ``vlad extract``, with keypoints), for each variant
 of :data:`VARIANTS` side by side in one run: vlad 0.4's verification (Lowe's
-ratio test by OpenCV's brute-force matcher, an affine model by RANSAC) and
-mutual nearest neighbours from matrix products with a fundamental matrix by
-MAGSAC++. Each query verifies its first ``depth`` candidates: its nearest
+ratio test by OpenCV's brute-force matcher, an affine model by RANSAC, every
+keypoint) and mutual nearest neighbours from matrix products with a
+fundamental matrix by MAGSAC++, of every keypoint or of each image's 512
+largest (the default). Each query verifies its first ``depth`` candidates: its nearest
 images by VLAD vectors when ``--vectors`` are given (as re-ranking meets
 them), otherwise images drawn at random with a fixed seed (mostly unrelated:
 RANSAC's worst case). Each setting is timed once, after a warm-up query, at
@@ -40,9 +41,24 @@ __all__ = [
 
 #: What is compared, by label: keyword arguments of ``spatial_rerank``.
 VARIANTS = {
-    "0.4: ratio test, affine": {"matching": "ratio", "model": "affine"},
-    "mutual, fundamental": {"matching": "mutual", "model": "fundamental"},
-    "mutual+ratio, fundamental": {"matching": "mutual+ratio", "model": "fundamental"},
+    "0.4: ratio test, affine, all keypoints": {
+        "matching": "ratio",
+        "model": "affine",
+        "max_keypoints": None,
+    },
+    "mutual+ratio, fundamental, all keypoints": {
+        "matching": "mutual+ratio",
+        "model": "fundamental",
+        "max_keypoints": None,
+    },
+    "mutual, fundamental, 512 keypoints": {
+        "matching": "mutual",
+        "model": "fundamental",
+    },
+    "mutual+ratio, fundamental, 512 keypoints (default)": {
+        "matching": "mutual+ratio",
+        "model": "fundamental",
+    },
 }
 
 

@@ -144,14 +144,20 @@ def _fit_fundamental(sources: np.ndarray, targets: np.ndarray, threshold: float)
     from two places)."""
     import cv2
 
-    return cv2.findFundamentalMat(
-        sources,
-        targets,
-        cv2.USAC_MAGSAC,
-        threshold,
-        RANSAC_CONFIDENCE,
-        FUNDAMENTAL_MAX_ITERATIONS,
-    )[1]
+    try:
+        return cv2.findFundamentalMat(
+            sources,
+            targets,
+            cv2.USAC_MAGSAC,
+            threshold,
+            RANSAC_CONFIDENCE,
+            FUNDAMENTAL_MAX_ITERATIONS,
+        )[1]
+    except cv2.error:
+        # OpenCV 4.x and 5.0 fail an assertion ("!model.empty()") on some
+        # degenerate sets of matches where no sample gives a model, instead
+        # of returning none.
+        return None
 
 
 #: Geometric models by name: each fits query positions to candidate positions
