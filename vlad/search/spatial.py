@@ -57,18 +57,20 @@ __all__ = [
 LOWE_RATIO = 0.8
 #: Inliers a candidate needs to count as verified. Chosen on real photos of
 #: 3-D scenes (viewpoint, illumination and season changes; descriptors at
-#: ``max_side`` 1024) with the default matching and model: at 10 no family of
-#: scenes ranked worse than by its VLAD vectors alone, where 8 let unrelated
-#: images (up to 9 chance inliers) jump ahead and 15 or more verified fewer
-#: of the hard pairs.
+#: ``max_side`` 1024) with the default matching, model and keypoints: at 10
+#: no family of scenes ranked worse than by its VLAD vectors alone (unrelated
+#: pairs got up to 16 inliers, 1 in 100 more than 10), while 12 and more
+#: verified fewer of the hard pairs (mAP 0.581 at 12, 0.568 at 15, against
+#: 0.595).
 MIN_INLIERS = 10
 #: Largest reprojection error, in pixels (see :data:`POSITION_SIDE`), of a
 #: match that a similarity, an affine transform or a homography explains.
 REPROJECTION_THRESHOLD = 8.0
 #: Largest distance, in pixels (see :data:`POSITION_SIDE`), of a match from
-#: the epipolar line a fundamental matrix puts it on, for an inlier. On the
-#: real photos 2 pixels kept more inliers of true pairs than 1 for as few of
-#: unrelated ones.
+#: the epipolar line a fundamental matrix puts it on, for an inlier. MAGSAC++
+#: weighs matches by their residuals up to it, so it matters little: 1, 2 and
+#: 4 pixels ranked 40 of the real photos' queries alike; 2 leaves a margin for
+#: keypoints found at coarse scales.
 EPIPOLAR_THRESHOLD = 2.0
 #: Keypoint positions are measured in pixels of the image scaled down so that
 #: its keypoints span at most this many pixels across (images extracted at
@@ -76,11 +78,13 @@ EPIPOLAR_THRESHOLD = 2.0
 #: holds for photos of any size.
 POSITION_SIDE = 1024.0
 #: Keypoints of each image that verification matches at most: the largest.
-#: Matching costs the product of both images' counts: 512 of SIFT's 2,000
-#: cost a ninth of all of them and ranked the real photos as well (mAP 0.603
-#: against 0.604 at depth 20), since large keypoints are the ones that
-#: survive a change of viewpoint or light.
-MAX_KEYPOINTS = 512
+#: Matching costs the product of both images' counts. On real photos of 3-D
+#: scenes (198 queries, SIFT's 2,000 keypoints at ``max_side`` 1024, top 20)
+#: the 1,024 largest ranked better than all of them (mAP 0.595 against 0.579:
+#: large keypoints are the ones that survive a change of viewpoint or light,
+#: and fewer small ones leave fewer chance inliers), and the 512 largest
+#: worse (0.569).
+MAX_KEYPOINTS = 1024
 #: MAGSAC++ samples at most for a fundamental matrix. An unrelated pair draws
 #: them all, so its time grows in proportion; true pairs' ratio-tested mutual
 #: matches are mostly inliers, found in far fewer (on the real photos 2,000
