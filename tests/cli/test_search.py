@@ -157,12 +157,19 @@ def test_query_expansion_equals_the_library_s(built, tmp_path):
     [
         ([], {}),
         (
-            ["--matching", "ratio", "--geometry", "affine", "--min-inliers", "5"],
-            {"matching": "ratio", "model": "affine", "min_inliers": 5},
+            ["--matching", "ratio", "--geometry", "affine", "--min-inliers", "5"]
+            + ["--verify-keypoints", "0"],
+            {
+                "matching": "ratio",
+                "model": "affine",
+                "min_inliers": 5,
+                "max_keypoints": None,
+            },
         ),
         (
-            ["--matching", "mutual", "--inlier-threshold", "3"],
-            {"matching": "mutual", "reprojection_threshold": 3.0},
+            ["--matching", "mutual", "--inlier-threshold", "3"]
+            + ["--verify-keypoints", "100"],
+            {"matching": "mutual", "reprojection_threshold": 3.0, "max_keypoints": 100},
         ),
     ],
 )

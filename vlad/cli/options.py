@@ -288,21 +288,23 @@ def descriptor_options(
 
 
 def verification_options(command: Callable) -> Callable:
-    """``--matching``, ``--geometry`` and ``--inlier-threshold``: how spatial
-    verification pairs descriptors and which model it fits, gathered into one
-    ``verification`` keyword (a dict of :func:`vlad.search.spatial.inlier_matches`'s
-    ``matching``, ``model`` and ``reprojection_threshold``)."""
+    """``--matching``, ``--geometry``, ``--inlier-threshold`` and
+    ``--verify-keypoints``: how spatial verification pairs descriptors and
+    which model it fits, gathered into one ``verification`` keyword (a dict of
+    :func:`vlad.search.spatial.inlier_matches`'s ``matching``, ``model``,
+    ``reprojection_threshold`` and ``max_keypoints``)."""
     from vlad.search.spatial import (
         EPIPOLAR_THRESHOLD,
         GEOMETRIC_MODELS,
         MATCHINGS,
+        MAX_KEYPOINTS,
         POSITION_SIDE,
         REPROJECTION_THRESHOLD,
     )
 
     return option_group(
         "verification",
-        ("matching", "model", "reprojection_threshold"),
+        ("matching", "model", "reprojection_threshold", "verify_keypoints"),
         [
             click.option(
                 "--matching",
@@ -333,5 +335,27 @@ def verification_options(command: Callable) -> Callable:
                 f"{EPIPOLAR_THRESHOLD:g} for fundamental, {REPROJECTION_THRESHOLD:g} "
                 "for the others).",
             ),
+            click.option(
+                "--verify-keypoints",
+                type=click.IntRange(min=0),
+                default=MAX_KEYPOINTS,
+                show_default=True,
+                callback=lambda ctx, param, value: value or None,
+                help="Match only each image's this many largest keypoints; 0 "
+                "for all (vlad 0.4).",
+            ),
         ],
-    )(command)
+    )(_verify_keypoints_as_max_keypoints(command))
+
+
+def _verify_keypoints_as_max_keypoints(command: Callable) -> Callable:
+    """``command`` taking ``verification["verify_keypoints"]`` as the library's
+    ``max_keypoints`` (a name the descriptor options hold already)."""
+
+    @functools.wraps(command)
+    def wrapper(*args, verification: dict, **kwargs):
+        verification = dict(verification)
+        verification["max_keypoints"] = verification.pop("verify_keypoints")
+        return command(*args, verification=verification, **kwargs)
+
+    return wrapper

@@ -18,6 +18,7 @@ from vlad.images.pool import describe_image_with_keypoints
 from vlad.images.sift import SiftOptions
 from vlad.search.spatial import (
     LOWE_RATIO,
+    MAX_KEYPOINTS,
     inlier_matches,
     match_descriptors,
 )
@@ -197,6 +198,7 @@ def write_matches_picture(
     model: str = "fundamental",
     ratio: float = LOWE_RATIO,
     reprojection_threshold: float | None = None,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     max_height: int | None = 600,
 ) -> MatchesPicture:
     """Verify ``image`` against ``query`` as spatial re-ranking does, and
@@ -211,7 +213,7 @@ def write_matches_picture(
     descriptor_options : SiftOptions or dict, optional
         How keypoints and descriptors are made (as ``vlad extract``'s); the
         defaults of :class:`vlad.images.sift.SiftOptions` when not given.
-    matching, model, ratio, reprojection_threshold
+    matching, model, ratio, reprojection_threshold, max_keypoints
         As in :func:`vlad.search.spatial.inlier_matches`.
     max_height : int or None, default=600
         Height of the picture at most; None keeps the taller image's.
@@ -261,6 +263,7 @@ def write_matches_picture(
         ratio=ratio,
         model=model,
         reprojection_threshold=reprojection_threshold,
+        max_keypoints=max_keypoints,
     )
     picture = draw_matches(
         pictures[0],

@@ -12,6 +12,7 @@ from vlad.search.results import SearchResults
 from vlad.search.spatial import (
     DEFAULT_THRESHOLDS,
     LOWE_RATIO,
+    MAX_KEYPOINTS,
     MIN_INLIERS,
     spatial_rerank,
 )
@@ -35,6 +36,7 @@ def rerank_spatially(
     ratio: float = LOWE_RATIO,
     reprojection_threshold: float | None = None,
     min_inliers: int = MIN_INLIERS,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     n_jobs: int | None = None,
 ) -> SearchResults:
     """Re-rank every query's first ``depth`` images by inliers of a geometric
@@ -54,7 +56,7 @@ def rerank_spatially(
     database : DescriptorSets
         The database images' descriptors, named as the index's images.
     depth : int, default=DEFAULT_DEPTH
-    matching, model, ratio, reprojection_threshold, min_inliers, n_jobs
+    matching, model, ratio, reprojection_threshold, min_inliers, max_keypoints, n_jobs
         As in :func:`vlad.search.spatial.spatial_rerank`.
 
     Returns
@@ -95,6 +97,7 @@ def rerank_spatially(
             ratio=ratio,
             reprojection_threshold=reprojection_threshold,
             min_inliers=min_inliers,
+            max_keypoints=max_keypoints,
             n_jobs=n_jobs,
         )
         order = _positions_of(candidates, ranking)
@@ -119,6 +122,7 @@ def rerank_spatially(
             else reprojection_threshold
         ),
         "min_inliers": min_inliers,
+        "max_keypoints": max_keypoints,
     }
     return SearchResults(reranked, record, list(results.notes))
 
