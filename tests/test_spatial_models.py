@@ -237,3 +237,50 @@ def test_unknown_matching_is_refused():
         inlier_matches(points, descriptors, points, descriptors, matching="best")
     with pytest.raises(ValueError, match="^Unknown matching 'best'; expected one of"):
         match_descriptors(descriptors, descriptors, matching="best")
+
+
+def with_sizes(keypoints: np.ndarray, large: np.ndarray) -> np.ndarray:
+    """Keypoints as (x, y, size, angle): size 8 at rows ``large``, else 2."""
+    sizes = np.full(len(keypoints), 2.0)
+    sizes[large] = 8.0
+    return np.column_stack([keypoints, sizes, np.zeros(len(keypoints))])
+
+
+def test_the_largest_keypoints_are_matched_and_reported_as_rows_of_all():
+    points = scene_points(120, 11)
+    query_keypoints, query, keypoints, descriptors, truth = two_views(points, 11)
+    # The scene's points are the large keypoints; clutter and texture small.
+    query_keypoints = with_sizes(query_keypoints, truth[:, 0])
+    keypoints = with_sizes(keypoints, truth[:, 1])
+    pairs = inlier_matches(
+        query_keypoints, query, keypoints, descriptors, max_keypoints=120
+    )
+    # Rows of the keypoints given, not of the 120 kept.
+    assert {tuple(pair) for pair in pairs.tolist()} == {
+        tuple(pair) for pair in truth.tolist()
+    }
+    everything = inlier_matches(
+        query_keypoints, query, keypoints, descriptors, max_keypoints=None
+    )
+    assert len(everything) >= len(pairs)
+    # Keypoints without sizes are all kept.
+    assert np.array_equal(
+        inlier_matches(
+            query_keypoints[:, :2],
+            query,
+            keypoints[:, :2],
+            descriptors,
+            max_keypoints=8,
+        ),
+        everything,
+    )
+
+
+@pytest.mark.parametrize("max_keypoints", [0, 7, 2.5, True])
+def test_max_keypoints_below_a_sample_is_refused(max_keypoints):
+    points = np.zeros((3, 2))
+    descriptors = np.eye(3, 8, dtype=np.float32)
+    with pytest.raises(ValueError, match="^max_keypoints must be None or an integer"):
+        inlier_matches(
+            points, descriptors, points, descriptors, max_keypoints=max_keypoints
+        )
