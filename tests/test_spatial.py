@@ -91,15 +91,20 @@ def test_matches_are_the_ratio_test_of_a_plain_loop(n_query, n_candidate, ratio,
     query = rng.integers(0, 4, size=(n_query, 4))
     descriptors = rng.integers(0, 4, size=(n_candidate, 4))
     np.testing.assert_array_equal(
-        match_descriptors(query, descriptors, ratio=ratio),
+        match_descriptors(query, descriptors, matching="ratio", ratio=ratio),
         reference_matches(query, descriptors, ratio),
     )
 
 
-def test_no_second_neighbour_means_no_matches():
-    assert match_descriptors(np.ones((3, 2)), np.ones((1, 2))).shape == (0, 2)
-    assert match_descriptors(np.ones((3, 2)), np.ones((0, 2))).shape == (0, 2)
-    assert match_descriptors(np.ones((0, 2)), np.eye(2)).shape == (0, 2)
+@pytest.mark.parametrize("matching", ["ratio", "mutual+ratio"])
+def test_no_second_neighbour_means_no_ratio_matches(matching):
+    for query, descriptors in [
+        (np.ones((3, 2)), np.ones((1, 2))),
+        (np.ones((3, 2)), np.ones((0, 2))),
+        (np.ones((0, 2)), np.eye(2)),
+    ]:
+        pairs = match_descriptors(query, descriptors, matching=matching)
+        assert pairs.shape == (0, 2)
 
 
 def ground_truth_inliers(query_keypoints, keypoints, matches, matrix, threshold):
@@ -122,13 +127,16 @@ def ground_truth_inliers(query_keypoints, keypoints, matches, matrix, threshold)
     ],
 )
 @pytest.mark.parametrize("name", ["astronaut.jpg", "coffee.jpg"])
+@pytest.mark.parametrize("matching", ["ratio", "mutual"])
 def test_inliers_of_a_warped_copy_are_the_matches_the_warp_explains(
-    photos, name, kind, model
+    photos, name, kind, model, matching
 ):
     query_keypoints, query = photos[name]
     matrix, keypoints, descriptors = warped_features(name, kind)
-    inliers = count_inliers(query_keypoints, query, keypoints, descriptors, model=model)
-    matches = match_descriptors(query, descriptors)
+    inliers = count_inliers(
+        query_keypoints, query, keypoints, descriptors, model=model, matching=matching
+    )
+    matches = match_descriptors(query, descriptors, matching=matching)
     expected = ground_truth_inliers(
         query_keypoints, keypoints, matches, matrix, REPROJECTION_THRESHOLD
     )
@@ -139,10 +147,13 @@ def test_inliers_of_a_warped_copy_are_the_matches_the_warp_explains(
 def test_an_affine_model_explains_most_of_a_perspective_warp(photos):
     query_keypoints, query = photos["chelsea.jpg"]
     _, keypoints, descriptors = warped_features("chelsea.jpg", "perspective")
-    assert count_inliers(query_keypoints, query, keypoints, descriptors) >= 30
+    inliers = count_inliers(
+        query_keypoints, query, keypoints, descriptors, model="affine"
+    )
+    assert inliers >= 30
 
 
-@pytest.mark.parametrize("model", ["affine", "similarity", "homography"])
+@pytest.mark.parametrize("model", ["fundamental", "affine", "similarity", "homography"])
 def test_unrelated_photos_get_few_inliers(photos, model):
     for name, (query_keypoints, query) in photos.items():
         for other, (keypoints, descriptors) in photos.items():
@@ -159,7 +170,7 @@ def test_inlier_counts_do_not_depend_on_opencvs_random_state(photos):
     counts = set()
     for seed in (0, 1, 12345):
         cv2.setRNGSeed(seed)
-        for model in ("affine", "homography"):
+        for model in ("fundamental", "affine", "homography"):
             counts.add(
                 (
                     model,
@@ -168,7 +179,7 @@ def test_inlier_counts_do_not_depend_on_opencvs_random_state(photos):
                     ),
                 )
             )
-    assert len(counts) == 2
+    assert len(counts) == 3
 
 
 def test_too_few_matches_count_no_inliers(photos):
@@ -231,6 +242,7 @@ def test_rerank_orders_as_a_plain_sort(copies, depth, min_inliers, data):
             query,
             database.keypoints_of(t),
             database[t],
+            model="affine",
             min_matches=3,
         )
         for t in range(len(copies))
@@ -243,6 +255,7 @@ def test_rerank_orders_as_a_plain_sort(copies, depth, min_inliers, data):
         candidates,
         database,
         depth=depth,
+        model="affine",
         min_inliers=min_inliers,
         n_jobs=1,
     )
@@ -291,6 +304,7 @@ def test_rerank_needs_keypoints(photo_database):
         ({"candidates": [[0]]}, ValueError, "candidates must be a 1-D array"),
         ({"depth": -1}, ValueError, "depth must be None or an integer >= 0"),
         ({"model": "rigid"}, ValueError, "Unknown model 'rigid'; expected one of"),
+        ({"matching": "knn"}, ValueError, "Unknown matching 'knn'; expected one"),
         ({"ratio": 0}, ValueError, r"ratio must be a number in \(0, 1\]"),
         ({"reprojection_threshold": -1}, ValueError, "reprojection_threshold must"),
         ({"min_inliers": 0}, ValueError, "min_inliers must be an integer >= 1"),

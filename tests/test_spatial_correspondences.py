@@ -32,7 +32,9 @@ def test_a_hand_made_pair_keeps_exactly_the_consistent_matches():
     moved[15:] += rng.choice([-1, 1], size=(5, 2)) * rng.uniform(60, 120, (5, 2))
     # The candidate lists its keypoints in another order.
     order = rng.permutation(20)
-    pairs = inlier_matches(query_points, descriptors, moved[order], descriptors[order])
+    pairs = inlier_matches(
+        query_points, descriptors, moved[order], descriptors[order], model="affine"
+    )
     expected = [[row, int(np.flatnonzero(order == row)[0])] for row in range(15)]
     assert pairs.dtype == np.int64
     assert pairs.tolist() == expected
@@ -48,9 +50,9 @@ def test_every_inlier_lands_where_the_known_warp_sends_it(name):
     warped = cv2.warpPerspective(image, matrix, (width, height))
     query = extract_keypoints_with_options(image, OPTIONS)
     candidate = extract_keypoints_with_options(warped, OPTIONS)
-    pairs = inlier_matches(*query, *candidate)
-    assert len(pairs) == count_inliers(*query, *candidate) > 20
-    # Each is a match of the ratio test, and no candidate keypoint is used twice.
+    pairs = inlier_matches(*query, *candidate, model="affine")
+    assert len(pairs) == count_inliers(*query, *candidate, model="affine") > 20
+    # Each is a mutual match, and no candidate keypoint is used twice.
     matches = {tuple(pair) for pair in match_descriptors(query[1], candidate[1])}
     assert {tuple(pair) for pair in pairs.tolist()} <= matches
     assert len(set(pairs[:, 1].tolist())) == len(pairs)

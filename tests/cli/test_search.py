@@ -152,17 +152,41 @@ def test_query_expansion_equals_the_library_s(built, tmp_path):
     assert document["query_expansion"] == {"neighbours": 2, "alpha": 1.0}
 
 
+@pytest.mark.parametrize(
+    ("options", "settings"),
+    [
+        ([], {}),
+        (
+            ["--matching", "ratio", "--geometry", "affine", "--min-inliers", "5"]
+            + ["--verify-keypoints", "0"],
+            {
+                "matching": "ratio",
+                "model": "affine",
+                "min_inliers": 5,
+                "max_keypoints": None,
+            },
+        ),
+        (
+            ["--matching", "mutual", "--inlier-threshold", "3"]
+            + ["--verify-keypoints", "100"],
+            {"matching": "mutual", "reprojection_threshold": 3.0, "max_keypoints": 100},
+        ),
+    ],
+)
 def test_spatial_reranking_counts_inliers_as_the_library_does(
-    built, codebook_path, tmp_path
+    built, codebook_path, tmp_path, options, settings
 ):
     output = tmp_path / "spatial.json"
     run(
         "search", built / "index", DATA / "chelsea.jpg", "-c", codebook_path,
         "-k", 4, "--rerank", "spatial", "--rerank-depth", 3,
         "--database-descriptors", built / "descriptors.npz", "-o", output,
+        *options,
     )  # fmt: skip
     document = json.loads(output.read_text())
-    assert document["spatial_verification"]["depth"] == 3
+    recorded = document["spatial_verification"]
+    assert recorded["depth"] == 3
+    assert {key: recorded[key] for key in settings} == settings
     (entry,) = document["queries"]
     hits = entry["results"]
     assert hits[0]["name"] == "chelsea.jpg" and hits[0]["inliers"] > 50
@@ -177,7 +201,7 @@ def test_spatial_reranking_counts_inliers_as_the_library_does(
     (plain,) = read_rankings(tmp_path / "plain.json").values()
     candidates = np.array([database.names.index(name) for name in plain])
     ranking, inliers = spatial_rerank(
-        query.keypoints_of(0), query[0], candidates, database, depth=3
+        query.keypoints_of(0), query[0], candidates, database, depth=3, **settings
     )
     assert [hit["name"] for hit in hits] == [database.names[row] for row in ranking]
     assert [hit["inliers"] for hit in hits] == inliers.tolist()

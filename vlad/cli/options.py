@@ -295,3 +295,77 @@ def descriptor_options(
         (extractor_options if extractor else []) + options,
         drop_unset=True,
     )
+
+
+def verification_options(command: Callable) -> Callable:
+    """``--matching``, ``--geometry``, ``--inlier-threshold`` and
+    ``--verify-keypoints``: how spatial verification pairs descriptors and
+    which model it fits, gathered into one ``verification`` keyword (a dict of
+    :func:`vlad.search.spatial.inlier_matches`'s ``matching``, ``model``,
+    ``reprojection_threshold`` and ``max_keypoints``)."""
+    from vlad.search.spatial import (
+        EPIPOLAR_THRESHOLD,
+        GEOMETRIC_MODELS,
+        MATCHINGS,
+        MAX_KEYPOINTS,
+        POSITION_SIDE,
+        REPROJECTION_THRESHOLD,
+    )
+
+    return option_group(
+        "verification",
+        ("matching", "model", "reprojection_threshold", "verify_keypoints"),
+        [
+            click.option(
+                "--matching",
+                type=click.Choice(sorted(MATCHINGS)),
+                default="mutual+ratio",
+                show_default=True,
+                help="How descriptors are paired: mutual nearest neighbours, "
+                "those that also pass Lowe's ratio test, or the ratio test "
+                "alone (vlad 0.4).",
+            ),
+            click.option(
+                "--geometry",
+                "model",
+                type=click.Choice(list(GEOMETRIC_MODELS)),
+                default="fundamental",
+                show_default=True,
+                help="The model that inliers fit: fundamental (a 3-D scene "
+                "from another viewpoint), homography (a plane), affine or "
+                "similarity (edited copies).",
+            ),
+            click.option(
+                "--inlier-threshold",
+                "reprojection_threshold",
+                type=click.FloatRange(min=0.0, min_open=True),
+                default=None,
+                help="Largest error of an inlier, in pixels of images scaled "
+                f"down to keypoints {POSITION_SIDE:g} pixels across (default: "
+                f"{EPIPOLAR_THRESHOLD:g} for fundamental, {REPROJECTION_THRESHOLD:g} "
+                "for the others).",
+            ),
+            click.option(
+                "--verify-keypoints",
+                type=click.IntRange(min=0),
+                default=MAX_KEYPOINTS,
+                show_default=True,
+                callback=lambda ctx, param, value: value or None,
+                help="Match only each image's this many largest keypoints; 0 "
+                "for all (vlad 0.4).",
+            ),
+        ],
+    )(_verify_keypoints_as_max_keypoints(command))
+
+
+def _verify_keypoints_as_max_keypoints(command: Callable) -> Callable:
+    """``command`` taking ``verification["verify_keypoints"]`` as the library's
+    ``max_keypoints`` (a name the descriptor options hold already)."""
+
+    @functools.wraps(command)
+    def wrapper(*args, verification: dict, **kwargs):
+        verification = dict(verification)
+        verification["max_keypoints"] = verification.pop("verify_keypoints")
+        return command(*args, verification=verification, **kwargs)
+
+    return wrapper

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import click
 
-from vlad.cli.options import jobs_option, overwrite_option, verbosity_options
+from vlad.cli.options import (
+    jobs_option,
+    overwrite_option,
+    verbosity_options,
+    verification_options,
+)
 from vlad.cli.page_options import PageOptions, page_options, write_results_page
 from vlad.cli.reporting import (
     check_outputs,
@@ -24,6 +29,7 @@ from vlad.search.index import load_index
 from vlad.search.queries import read_queries
 from vlad.search.reranking import DEFAULT_DEPTH, rerank_spatially
 from vlad.search.results import RESULT_SUFFIXES, SearchResults
+from vlad.search.spatial import MIN_INLIERS
 
 __all__ = ["search"]
 
@@ -77,8 +83,9 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     "--rerank",
     type=click.Choice(["qe", "spatial"]),
     multiple=True,
-    help="Re-rank: qe (query expansion), spatial (RANSAC verification); "
-    "both may be given, query expansion runs first.",
+    help="Re-rank: qe (query expansion), spatial (geometric verification "
+    "of local descriptor matches); both may be given, query expansion runs "
+    "first.",
 )
 @click.option(
     "--qe-neighbours",
@@ -100,6 +107,14 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     default=DEFAULT_DEPTH,
     show_default=True,
     help="Results per query verified by --rerank spatial.",
+)
+@verification_options
+@click.option(
+    "--min-inliers",
+    type=click.IntRange(min=1),
+    default=MIN_INLIERS,
+    show_default=True,
+    help="Inliers that verify a result of --rerank spatial.",
 )
 @click.option(
     "--database-descriptors",
@@ -125,6 +140,8 @@ def search(
     qe_neighbours: int,
     qe_alpha: float,
     rerank_depth: int,
+    verification: dict,
+    min_inliers: int,
     database_descriptors: Path | None,
     parameters: str | None,
     page: PageOptions,
@@ -177,7 +194,9 @@ def search(
                 found.descriptor_sets,
                 database_sets,
                 depth=rerank_depth,
+                min_inliers=min_inliers,
                 n_jobs=n_jobs,
+                **verification,
             )
         if output is not None:
             results.write(output)

@@ -8,10 +8,15 @@ from pathlib import Path
 
 import click
 
-from vlad.cli.options import descriptor_options, overwrite_option, verbosity_options
+from vlad.cli.options import (
+    descriptor_options,
+    overwrite_option,
+    verbosity_options,
+    verification_options,
+)
 from vlad.cli.reporting import check_outputs, count, library_errors
 from vlad.pages.matches import MATCHES_SUFFIXES, write_matches_picture
-from vlad.search.spatial import GEOMETRIC_MODELS, LOWE_RATIO, REPROJECTION_THRESHOLD
+from vlad.search.spatial import LOWE_RATIO
 
 __all__ = ["show_matches"]
 
@@ -39,26 +44,14 @@ def _check_suffix(ctx, param, value: Path) -> Path:
     callback=_check_suffix,
     help="The picture: .png or .jpg.",
 )
-@click.option(
-    "--model",
-    type=click.Choice(sorted(GEOMETRIC_MODELS)),
-    default="affine",
-    show_default=True,
-    help="The transform from QUERY to IMAGE that RANSAC fits.",
-)
+@verification_options
 @click.option(
     "--ratio",
     type=click.FloatRange(min=0.0, max=1.0, min_open=True),
     default=LOWE_RATIO,
     show_default=True,
-    help="Lowe's ratio test: lower keeps fewer, more distinctive matches.",
-)
-@click.option(
-    "--reprojection-threshold",
-    type=click.FloatRange(min=0.0, min_open=True),
-    default=REPROJECTION_THRESHOLD,
-    show_default=True,
-    help="Largest error, in IMAGE's pixels, of a match the model explains.",
+    help="Lowe's ratio test of --matching ratio and mutual+ratio: lower keeps "
+    "fewer, more distinctive matches.",
 )
 @click.option(
     "--height",
@@ -74,23 +67,23 @@ def show_matches(
     query: Path,
     image: Path,
     output: Path,
-    model: str,
+    verification: dict,
     ratio: float,
-    reprojection_threshold: float,
     height: int,
     descriptor_options: dict,
     overwrite: bool,
     verbosity: int,
 ) -> None:
     """Match QUERY's SIFT descriptors to IMAGE's as "vlad search --rerank
-    spatial" does (Lowe's ratio test, then a RANSAC model), and draw the two
-    images side by side with a line for each inlier: the matches that
-    verified IMAGE. Use the descriptor options the index was made with.
+    spatial" does (mutual nearest neighbours, then a fundamental matrix, by
+    default), and draw the two images side by side with a line for each
+    inlier: the matches that verified IMAGE. Use the descriptor options the
+    index was made with.
 
     \b
     Examples:
         vlad show-matches queries/q.jpg photos/a.jpg -o matches.png
-        vlad show-matches q.jpg a.jpg -o matches.jpg --model homography
+        vlad show-matches q.jpg a.jpg -o matches.jpg --geometry homography
     """
     check_outputs([output], overwrite)
     with library_errors():
@@ -99,15 +92,14 @@ def show_matches(
             image,
             output,
             descriptor_options=descriptor_options,
-            model=model,
             ratio=ratio,
-            reprojection_threshold=reprojection_threshold,
             max_height=height,
+            **verification,
         )
     logger.info(
         "%d of %s are inliers of one %s model; wrote %s",
         found.n_inliers,
         count(found.n_matches, "match", "matches"),
-        model,
+        verification["model"],
         output,
     )

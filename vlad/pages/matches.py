@@ -18,7 +18,7 @@ from vlad.images.pool import describe_image_with_keypoints
 from vlad.images.sift import SiftOptions
 from vlad.search.spatial import (
     LOWE_RATIO,
-    REPROJECTION_THRESHOLD,
+    MAX_KEYPOINTS,
     inlier_matches,
     match_descriptors,
 )
@@ -213,9 +213,11 @@ def write_matches_picture(
     output: str | os.PathLike,
     *,
     descriptor_options: SiftOptions | dict | None = None,
-    model: str = "affine",
+    matching: str = "mutual+ratio",
+    model: str = "fundamental",
     ratio: float = LOWE_RATIO,
-    reprojection_threshold: float = REPROJECTION_THRESHOLD,
+    reprojection_threshold: float | None = None,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     max_height: int | None = 600,
 ) -> MatchesPicture:
     """Verify ``image`` against ``query`` as spatial re-ranking does, and
@@ -230,7 +232,7 @@ def write_matches_picture(
     descriptor_options : SiftOptions or dict, optional
         How keypoints and descriptors are made (as ``vlad extract``'s); the
         defaults of :class:`vlad.images.sift.SiftOptions` when not given.
-    model, ratio, reprojection_threshold
+    matching, model, ratio, reprojection_threshold, max_keypoints
         As in :func:`vlad.search.spatial.inlier_matches`.
     max_height : int or None, default=600
         Height of the picture at most; None keeps the taller image's.
@@ -268,13 +270,19 @@ def write_matches_picture(
     options = descriptor_options or SiftOptions()
     pictures = [read_colour_image(query), read_colour_image(image)]
     features = [describe_image_with_keypoints(path, options) for path in (query, image)]
-    n_matches = len(match_descriptors(features[0][1], features[1][1], ratio=ratio))
+    n_matches = len(
+        match_descriptors(
+            features[0][1], features[1][1], matching=matching, ratio=ratio
+        )
+    )
     pairs = inlier_matches(
         *features[0],
         *features[1],
+        matching=matching,
         ratio=ratio,
         model=model,
         reprojection_threshold=reprojection_threshold,
+        max_keypoints=max_keypoints,
     )
     picture = draw_matches(
         pictures[0],

@@ -307,9 +307,18 @@ def _matches_jobs(
     min_inliers = recorded.get("min_inliers", MIN_INLIERS)
     settings = {
         key: recorded[key]
-        for key in ("model", "ratio", "reprojection_threshold")
+        for key in (
+            "matching",
+            "model",
+            "ratio",
+            "reprojection_threshold",
+            "max_keypoints",
+        )
         if key in recorded
     }
+    if recorded and "matching" not in recorded:
+        # Results of vlad 0.4, which matched every keypoint by the ratio test.
+        settings.update(matching="ratio", max_keypoints=None)
     query_rows = {name: row for row, name in enumerate(query_sets.names)}
     database_rows = {name: row for row, name in enumerate(database_sets.names)}
     wanted = []

@@ -10,9 +10,10 @@ import numpy as np
 from vlad.core.descriptors import DescriptorSets
 from vlad.search.results import SearchResults
 from vlad.search.spatial import (
+    DEFAULT_THRESHOLDS,
     LOWE_RATIO,
+    MAX_KEYPOINTS,
     MIN_INLIERS,
-    REPROJECTION_THRESHOLD,
     spatial_rerank,
 )
 
@@ -30,13 +31,16 @@ def rerank_spatially(
     database: DescriptorSets,
     *,
     depth: int = DEFAULT_DEPTH,
-    model: str = "affine",
+    matching: str = "mutual+ratio",
+    model: str = "fundamental",
     ratio: float = LOWE_RATIO,
-    reprojection_threshold: float = REPROJECTION_THRESHOLD,
+    reprojection_threshold: float | None = None,
     min_inliers: int = MIN_INLIERS,
+    max_keypoints: int | None = MAX_KEYPOINTS,
     n_jobs: int | None = None,
 ) -> SearchResults:
-    """Re-rank every query's first ``depth`` images by RANSAC inliers.
+    """Re-rank every query's first ``depth`` images by inliers of a geometric
+    model.
 
     Queries and database images are matched by name to their descriptor sets
     (which must hold keypoint positions: ``vlad extract`` keeps them). Each
@@ -51,8 +55,8 @@ def rerank_spatially(
         The queries' descriptors, named as the results' queries.
     database : DescriptorSets
         The database images' descriptors, named as the index's images.
-    depth : int, default=20
-    model, ratio, reprojection_threshold, min_inliers, n_jobs
+    depth : int, default=DEFAULT_DEPTH
+    matching, model, ratio, reprojection_threshold, min_inliers, max_keypoints, n_jobs
         As in :func:`vlad.search.spatial.spatial_rerank`.
 
     Returns
@@ -88,10 +92,12 @@ def rerank_spatially(
             candidates,
             database,
             depth=depth,
+            matching=matching,
             model=model,
             ratio=ratio,
             reprojection_threshold=reprojection_threshold,
             min_inliers=min_inliers,
+            max_keypoints=max_keypoints,
             n_jobs=n_jobs,
         )
         order = _positions_of(candidates, ranking)
@@ -107,10 +113,16 @@ def rerank_spatially(
     record = dict(results.record)
     record["spatial_verification"] = {
         "depth": depth,
+        "matching": matching,
         "model": model,
         "ratio": ratio,
-        "reprojection_threshold": reprojection_threshold,
+        "reprojection_threshold": (
+            DEFAULT_THRESHOLDS.get(model)
+            if reprojection_threshold is None
+            else reprojection_threshold
+        ),
         "min_inliers": min_inliers,
+        "max_keypoints": max_keypoints,
     }
     return SearchResults(reranked, record, list(results.notes))
 
