@@ -258,7 +258,7 @@ def test_bad_encoding_parameters_fail_before_any_image_is_read(codebook):
 def test_missing_jax_fails_before_any_image_is_read(codebook, monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)
     progress_calls = []
-    with pytest.raises(ImportError, match=r"pip install 'vlad\[jax\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[jax\]'"):
         encode_images(DATA, codebook, aggregator="jax", progress=progress_calls.append)
     assert progress_calls == []
 

@@ -188,7 +188,7 @@ def test_without_the_extra_the_error_says_what_to_install(
     monkeypatch, codebook_file, tmp_path
 ):
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad\[dask\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[dask\]'"):
         encode_images_to_folder(DATA, codebook_file, tmp_path / "v", client=object())
     result = run(
         "encode", DATA, "-c", codebook_file, "-o", tmp_path / "w", "--dask", exit_code=1

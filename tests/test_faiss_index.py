@@ -253,7 +253,7 @@ def test_an_index_of_another_metric_is_refused(tmp_path):
 
 def test_without_faiss_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad\[faiss\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[faiss\]'"):
         build_index(unit_rows(5, 10, 4), factory="Flat")
     # Exact search needs nothing more.
     assert build_index(unit_rows(5, 10, 4)).search(np.eye(4), 1)[0].names

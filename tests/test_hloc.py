@@ -409,7 +409,7 @@ def test_without_h5py_the_error_says_what_to_install(features, monkeypatch):
         lambda: read_descriptor_file(features),
         lambda: hloc.write_global_features(features, np.ones((1, 2)), ["a"]),
     ):
-        with pytest.raises(ImportError, match=r"pip install 'vlad\[hloc\]'"):
+        with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[hloc\]'"):
             call()
 
 

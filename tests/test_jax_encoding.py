@@ -233,5 +233,5 @@ def test_bad_settings_get_a_clear_error(problem):
 
 def test_missing_jax_gives_install_hint(problem, monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad\[jax\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[jax\]'"):
         vlad.JaxEncoder(problem[1])

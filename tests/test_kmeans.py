@@ -161,7 +161,7 @@ def test_faiss_fits_extreme_magnitudes_scaled(blobs, dtype, scale):
 def test_missing_faiss_names_the_extra(blobs, monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
     descriptors, _ = blobs
-    with pytest.raises(ImportError, match=r"pip install 'vlad\[faiss\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[faiss\]'"):
         vlad.fit_codebook(descriptors, 8, backend="faiss")
     # "auto" falls back to scikit-learn.
     monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)

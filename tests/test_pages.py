@@ -315,7 +315,7 @@ def test_without_pillow_the_page_says_what_to_install(tmp_path, monkeypatch, res
     ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "PIL", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad\[html\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[html\]'"):
         write_search_page(tmp_path / "results.html", results)
     assert not (tmp_path / "results.html").exists()
 
