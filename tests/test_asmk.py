@@ -273,3 +273,10 @@ def test_repr_names_the_kernel():
         f"{index.n_entries}, kernel='ASMK', alpha=3, threshold=0, "
         "bytes_per_entry=20)"
     )
+
+
+@pytest.mark.parametrize("n_bytes", [1, 3, 8, 16])
+def test_popcount_counts_every_set_bit(n_bytes):
+    bits = np.random.default_rng(n_bytes).integers(0, 256, (50, n_bytes), np.uint8)
+    expected = [sum(bin(value).count("1") for value in row) for row in bits.tolist()]
+    assert popcount(bits).tolist() == expected

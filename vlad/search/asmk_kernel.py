@@ -187,6 +187,9 @@ def encode_residuals(residuals: np.ndarray, binary: bool) -> np.ndarray:
 def popcount(bits: np.ndarray) -> np.ndarray:
     """Set bits of each row of a ``uint8`` array, as int64 of shape (n,)."""
     if hasattr(np, "bitwise_count"):
+        if bits.shape[1] % 8 == 0:
+            # Eight bytes at a time: one count per 64 bits instead of eight.
+            bits = np.ascontiguousarray(bits).view(np.uint64)
         return np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
     return _BIT_COUNTS[bits].sum(axis=1, dtype=np.int64)
 
@@ -212,5 +215,13 @@ def selectivity(similarities: np.ndarray, alpha: float, threshold: float) -> np.
     [0.0, 0.0, 0.125, 1.0]
     """
     values = np.asarray(similarities, dtype=np.float32)
-    powered = np.sign(values) * np.abs(values) ** np.float32(alpha)
+    magnitudes = np.abs(values)
+    if float(alpha).is_integer() and 1 <= alpha <= 8:
+        # A product of a few factors is much faster than a float power.
+        powered = magnitudes.copy()
+        for _ in range(int(alpha) - 1):
+            powered *= magnitudes
+    else:
+        powered = magnitudes ** np.float32(alpha)
+    powered *= np.sign(values)
     return np.where(values >= threshold, powered, np.float32(0.0))
