@@ -101,7 +101,8 @@ def test_full_residuals_and_kernel_options_are_kept(asmk_built, tmp_path):
 
 
 def test_another_codebook_is_refused_in_one_line(asmk_built, tmp_path):
-    run("fit", asmk_built / "descriptors.npz", "-k", 8, "-o", tmp_path / "other.npz")
+    codebook = vlad.Codebook.load(asmk_built / "codebook.npz")
+    vlad.Codebook(codebook.centers[:8], codebook.metadata).save(tmp_path / "other.npz")
     result = run(
         "search",
         asmk_built / "index",
@@ -158,3 +159,21 @@ def test_options_of_the_other_method_are_refused(asmk_built, arguments, message)
     )
     assert message in result.output
     assert not (asmk_built / "never").exists()
+
+
+def test_a_folder_of_shards_gives_the_same_index_and_results(asmk_built, tmp_path):
+    """Shards are indexed (and searched) a shard at a time, to the same end."""
+    shards = tmp_path / "shards"
+    run("extract", DATA, *FAST, "-o", shards, "--shard-images", 3)
+    common = ["--method", "asmk", "-c", asmk_built / "codebook.npz"]
+    run("index", shards, *common, "-o", tmp_path / "index")
+    from_shards = load_asmk_index(tmp_path / "index")
+    from_file = load_asmk_index(asmk_built / "index")
+    assert from_shards.names == from_file.names
+    np.testing.assert_array_equal(from_shards.codes, from_file.codes)
+    np.testing.assert_array_equal(from_shards.entry_images, from_file.entry_images)
+    run("search", tmp_path / "index", shards, "-k", 2, "-o", tmp_path / "r.json")
+    expected = from_file.search(
+        vlad.DescriptorSets.load(asmk_built / "descriptors.npz"), 2
+    )
+    assert read_rankings(tmp_path / "r.json") == expected.rankings()
