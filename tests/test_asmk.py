@@ -86,7 +86,7 @@ def test_search_matches_the_kernel_s_definition(binary, alpha, tau):
     expected = reference_scores(database, query, centers, 3, binary, alpha, tau)
     found = scores_by_row(result, len(database))
     assert [score is None for score in found] == [s is None for s in expected]
-    tolerance = 1e-5 if binary else 5e-3  # full residuals are kept as float16
+    tolerance = 1e-5
     for score, reference in zip(found, expected, strict=True):
         if reference is not None:
             assert score == pytest.approx(reference, abs=tolerance)
@@ -120,7 +120,7 @@ def test_edge_cases_match_the_definition(
     assert [score is None for score in found] == [s is None for s in expected]
     for score, reference in zip(found, expected, strict=True):
         if reference is not None:
-            assert score == pytest.approx(reference, abs=1e-5 if binary else 5e-3)
+            assert score == pytest.approx(reference, abs=1e-5)
     assert np.all(np.diff(result.scores) <= 0)
 
 
@@ -271,7 +271,7 @@ def test_repr_names_the_kernel():
     assert repr(index) == (
         "ASMKIndex(n_images=1, n_words=3, n_entries="
         f"{index.n_entries}, kernel='ASMK', alpha=3, threshold=0, "
-        "bytes_per_entry=20)"
+        "bytes_per_entry=36)"
     )
 
 

@@ -97,7 +97,7 @@ def test_full_residuals_and_kernel_options_are_kept(asmk_built, tmp_path):
         0.1,
         True,
     )
-    assert index.codes.dtype == np.float16
+    assert index.codes.dtype == np.float32
 
 
 def test_another_codebook_is_refused_in_one_line(asmk_built, tmp_path):

@@ -99,7 +99,7 @@ _ASMK_ONLY = ("codebook", "binary", "alpha", "threshold", "idf")
     default=True,
     show_default=True,
     help="With --method asmk: keep the sign bits of each aggregated residual "
-    "(ASMK*, F/8 bytes a word) or the whole residual (ASMK, 2F bytes).",
+    "(ASMK*, F/8 bytes a word) or the whole residual (ASMK, 4F bytes).",
 )
 @click.option(
     "--alpha",

@@ -4,7 +4,7 @@ selective match kernel (ASMK, ASMK*), beside VLAD's :class:`VectorIndex`.
 The index keeps, for each visual word, the images holding it and their
 aggregated residuals (see :mod:`vlad.search.asmk_kernel`), in flat arrays:
 ``word_offsets`` (K + 1,), and per entry ``entry_images`` (int32) and
-``codes`` (packed sign bits, or float16 unit residuals), word after word. A
+``codes`` (packed sign bits, or float32 unit residuals), word after word. A
 query touches only the lists of its own words.
 """
 
@@ -55,7 +55,7 @@ class ASMKIndex:
         The image (position in ``names``) of each entry, increasing within a
         word.
     codes : ndarray of shape (n_entries, ceil(F / 8)) uint8 or (n_entries, F)
-        float16
+        float32
         Each entry's aggregated residual: packed sign bits (``binary``) or
         L2-normalised.
     binary : bool, default=True
@@ -323,10 +323,15 @@ class ASMKIndex:
                     self.codes[entries], codes[owners], self.n_features
                 )
             else:
-                similarities = np.einsum(
-                    "ef,ef->e",
-                    self.codes[entries].astype(np.float32),
-                    codes[owners].astype(np.float32),
+                # Word by word: each list is a contiguous block of rows, so a
+                # matrix-vector product reads it in place (no gathered copy).
+                similarities = np.concatenate(
+                    [
+                        self.codes[start : start + count] @ codes[position]
+                        for position, start, count in zip(
+                            range(first, last), starts[first:last], counts, strict=True
+                        )
+                    ]
                 )
             kernel = selectivity(similarities, self.alpha, self.threshold)
             scores += np.bincount(
@@ -494,7 +499,7 @@ def _code_width(n_features: int, binary: bool) -> int:
 
 
 def _code_dtype(binary: bool):
-    return np.uint8 if binary else np.float16
+    return np.uint8 if binary else np.float32
 
 
 def _parts(descriptor_sets) -> Iterator[DescriptorSets]:

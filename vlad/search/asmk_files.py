@@ -3,7 +3,7 @@
 A folder holds ``index.json`` (format, version, kernel settings, source),
 ``names.json``, ``codebook.npz`` and the inverted file as ``.npy`` arrays:
 ``word_offsets.npy`` (int64, K + 1), ``entry_images.npy`` (int32) and
-``codes.npy`` (uint8 sign bits or float16 residuals).
+``codes.npy`` (uint8 sign bits or float32 residuals).
 """
 
 from __future__ import annotations

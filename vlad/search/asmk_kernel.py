@@ -175,13 +175,13 @@ def encode_residuals(residuals: np.ndarray, binary: bool) -> np.ndarray:
     Binary (ASMK*): the sign bits ``residual > 0``, packed 8 to a byte
     (``np.packbits``, first dimension in the highest bit), ``uint8`` of shape
     ``(n, ceil(F / 8))``. Full (ASMK): the residuals divided by their L2 norm
-    (a zero residual stays zero) as float16, shape ``(n, F)``.
+    (a zero residual stays zero), float32 of shape ``(n, F)``.
     """
     if binary:
         return np.packbits(residuals > 0, axis=1)
     norms = np.linalg.norm(residuals, axis=1, keepdims=True)
     unit = np.divide(residuals, norms, out=np.zeros_like(residuals), where=norms > 0)
-    return unit.astype(np.float16)
+    return unit
 
 
 def popcount(bits: np.ndarray) -> np.ndarray:
