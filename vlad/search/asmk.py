@@ -24,9 +24,18 @@ from vlad.images.sift import SiftOptions
 from vlad.search.asmk_kernel import (
     aggregate_residuals,
     binary_similarities,
+    check_kernel_parameters,
+    code_dtype,
+    code_width,
     encode_residuals,
     selectivity,
     word_quantizer,
+)
+from vlad.search.inverted_lists import (
+    best_rows,
+    concatenated_ranges,
+    inverted_lists,
+    list_blocks,
 )
 from vlad.search.results import SearchResults, empty_result, results_from_arrays
 
@@ -160,7 +169,7 @@ class ASMKIndex:
         old_words = np.repeat(
             np.arange(self.n_words, dtype=np.int64), np.diff(self.word_offsets)
         )
-        self.word_offsets, self.entry_images, self.codes = _inverted(
+        self.word_offsets, self.entry_images, self.codes = inverted_lists(
             np.concatenate([old_words, words]),
             np.concatenate([self.entry_images, images + self.n_images]),
             np.concatenate([self.codes, codes]),
@@ -247,7 +256,7 @@ class ASMKIndex:
                 scores = np.divide(
                     scores, norms, out=np.zeros_like(scores), where=norms > 0
                 )
-                rows = _best(scores, has_words, min(k, stored))
+                rows = best_rows(scores, has_words, min(k, stored))
                 results.extend(
                     results_from_arrays([name], self.names, scores[None, rows], [rows])
                 )
@@ -314,9 +323,9 @@ class ASMKIndex:
         scores = np.zeros(self.n_images, np.float64)
         starts = self.word_offsets[words]
         lengths = self.word_offsets[words + 1] - starts
-        for first, last in _blocks(lengths, SEARCH_ENTRIES):
+        for first, last in list_blocks(lengths, SEARCH_ENTRIES):
             counts = lengths[first:last]
-            entries = _ranges(starts[first:last], counts)
+            entries = concatenated_ranges(starts[first:last], counts)
             owners = np.repeat(np.arange(first, last), counts)
             if self.binary:
                 similarities = binary_similarities(
@@ -436,7 +445,7 @@ def build_asmk_index(
             "ASMK takes a codebook of one Euclidean vocabulary; got "
             f"{codebook.n_vocabularies} vocabularies, metric {codebook.metric!r}"
         )
-    alpha, threshold = _checked_kernel(alpha, threshold)
+    alpha, threshold = check_kernel_parameters(alpha, threshold)
     descriptor_record = _parts_record(descriptor_sets)
     check_same_kind(descriptor_record, codebook)
     index = ASMKIndex(
@@ -444,7 +453,7 @@ def build_asmk_index(
         [],
         np.zeros(codebook.n_clusters + 1, np.int64),
         np.zeros(0, np.int32),
-        np.zeros((0, _code_width(codebook.n_features, binary)), _code_dtype(binary)),
+        np.zeros((0, code_width(codebook.n_features, binary)), code_dtype(binary)),
         binary=binary,
         alpha=alpha,
         threshold=threshold,
@@ -481,27 +490,6 @@ def check_same_descriptors(expected: Mapping | None, given: Mapping | None, what
         )
 
 
-def _checked_kernel(alpha, threshold) -> tuple[float, float]:
-    values = []
-    for value, name in ((alpha, "alpha"), (threshold, "threshold")):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-            raise TypeError(f"{name} must be a number; got {value!r}")
-        values.append(float(value))
-    if not (values[0] > 0 and np.isfinite(values[0])):
-        raise ValueError(f"alpha must be positive and finite; got {alpha!r}")
-    if not -1.0 <= values[1] < 1.0:
-        raise ValueError(f"threshold must be in [-1, 1); got {threshold!r}")
-    return values[0], values[1]
-
-
-def _code_width(n_features: int, binary: bool) -> int:
-    return (n_features + 7) // 8 if binary else n_features
-
-
-def _code_dtype(binary: bool):
-    return np.uint8 if binary else np.float32
-
-
 def _parts(descriptor_sets) -> Iterator[DescriptorSets]:
     """Descriptor sets a part at a time: a folder of shards shard by shard."""
     if hasattr(descriptor_sets, "n_shards"):
@@ -524,44 +512,6 @@ def _parts_names(descriptor_sets) -> list[str] | None:
     ):
         return list(descriptor_sets.names)
     return None
-
-
-def _inverted(words, images, codes, n_words):
-    """Entries sorted by word (stably: images stay in order within a word)."""
-    order = np.argsort(words, kind="stable")
-    offsets = np.zeros(n_words + 1, np.int64)
-    np.cumsum(np.bincount(words, minlength=n_words), out=offsets[1:])
-    return offsets, images[order].astype(np.int32), np.ascontiguousarray(codes[order])
-
-
-def _blocks(lengths: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
-    """Runs ``[first, last)`` of ``lengths`` summing to about ``budget`` each."""
-    ends = np.cumsum(lengths)
-    first = 0
-    while first < lengths.shape[0]:
-        base = ends[first - 1] if first else 0
-        last = int(np.searchsorted(ends, base + budget, side="right"))
-        last = max(last, first + 1)
-        yield first, last
-        first = last
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenation of ``arange(start, start + length)`` for each pair."""
-    total = int(lengths.sum())
-    shifts = starts - np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    return np.repeat(shifts, lengths) + np.arange(total)
-
-
-def _best(scores: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` best candidate rows by score, ties to the lower row."""
-    values = np.where(candidates, scores, -np.inf)
-    if k < values.shape[0]:
-        kth = values[np.argpartition(-values, k - 1)[:k]].min()
-        chosen = np.flatnonzero((values >= kth) & candidates)
-    else:
-        chosen = np.flatnonzero(candidates)
-    return chosen[np.lexsort((chosen, -values[chosen]))[:k]]
 
 
 def _checked_names(names, count: int, first: int) -> list[str]:

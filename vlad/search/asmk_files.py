@@ -18,7 +18,8 @@ from vlad._version import __version__
 from vlad.core.codebook import Codebook
 from vlad.formats.files import check_format_version, read_numpy_file
 from vlad.formats.folders import replace_folder
-from vlad.search.asmk import ASMKIndex, _checked_kernel, _code_dtype, _code_width
+from vlad.search.asmk import ASMKIndex
+from vlad.search.asmk_kernel import check_kernel_parameters, code_dtype, code_width
 
 __all__ = ["FORMAT", "is_asmk_index", "load_asmk_index", "save_asmk_index"]
 
@@ -90,7 +91,9 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
     }
     binary = record.get("binary")
     try:
-        alpha, threshold = _checked_kernel(record.get("alpha"), record.get("threshold"))
+        alpha, threshold = check_kernel_parameters(
+            record.get("alpha"), record.get("threshold")
+        )
     except (TypeError, ValueError) as error:
         raise ValueError(f"{folder} is a damaged vlad ASMK index: {error}") from None
     offsets, images, codes = (arrays[name] for name in _ARRAYS)
@@ -107,8 +110,8 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         and images.dtype == np.int32
         and offsets[-1] == images.shape[0]
         and (images.size == 0 or (images.min() >= 0 and images.max() < len(names)))
-        and codes.dtype == _code_dtype(binary)
-        and codes.shape == (images.shape[0], _code_width(codebook.n_features, binary))
+        and codes.dtype == code_dtype(binary)
+        and codes.shape == (images.shape[0], code_width(codebook.n_features, binary))
     )
     if not consistent:
         raise ValueError(f"{folder} is a damaged vlad ASMK index: its files disagree")

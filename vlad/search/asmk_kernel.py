@@ -31,6 +31,9 @@ from vlad.core.nearest import nearest_valid
 __all__ = [
     "aggregate_residuals",
     "binary_similarities",
+    "check_kernel_parameters",
+    "code_dtype",
+    "code_width",
     "encode_residuals",
     "popcount",
     "selectivity",
@@ -225,3 +228,33 @@ def selectivity(similarities: np.ndarray, alpha: float, threshold: float) -> np.
         powered = magnitudes ** np.float32(alpha)
     powered *= np.sign(values)
     return np.where(values >= threshold, powered, np.float32(0.0))
+
+
+def check_kernel_parameters(alpha, threshold) -> tuple[float, float]:
+    """``alpha`` (positive, finite) and ``threshold`` (in ``[-1, 1)``) as floats.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not numbers, or out of range.
+    """
+    values = []
+    for value, name in ((alpha, "alpha"), (threshold, "threshold")):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"{name} must be a number; got {value!r}")
+        values.append(float(value))
+    if not (values[0] > 0 and np.isfinite(values[0])):
+        raise ValueError(f"alpha must be positive and finite; got {alpha!r}")
+    if not -1.0 <= values[1] < 1.0:
+        raise ValueError(f"threshold must be in [-1, 1); got {threshold!r}")
+    return values[0], values[1]
+
+
+def code_width(n_features: int, binary: bool) -> int:
+    """Values of one code: bytes of sign bits, or the residual's dimension."""
+    return (n_features + 7) // 8 if binary else n_features
+
+
+def code_dtype(binary: bool) -> type:
+    """The codes' dtype: ``uint8`` sign bits or ``float32`` residuals."""
+    return np.uint8 if binary else np.float32
