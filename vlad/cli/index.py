@@ -1,4 +1,5 @@
-"""``vlad index``: an index of VLAD vectors for ``vlad search``."""
+"""``vlad index``: an index of VLAD vectors, or an ASMK inverted file of local
+descriptors, for ``vlad search``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import click
 
 from vlad.cli.options import overwrite_option, verbosity_options
 from vlad.cli.reporting import count, library_errors
+from vlad.core.codebook import Codebook
+from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.formats.shards import open_shards
 from vlad.formats.vectors import load_vectors
+from vlad.search.asmk import build_asmk_index
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import build_index
 from vlad.search.queries import source_record
@@ -21,8 +25,15 @@ __all__ = ["index"]
 logger = logging.getLogger("vlad.cli")
 
 
-@click.command(short_help="Index VLAD vectors for search.")
-@click.argument("vectors", type=click.Path(exists=True, path_type=Path))
+#: Options of each method that the other refuses.
+_VLAD_ONLY = ("pca", "whiten", "factory", "parameters", "augment", "augment_alpha")
+_ASMK_ONLY = ("codebook", "binary", "alpha", "threshold", "idf")
+
+
+@click.command(short_help="Index VLAD vectors (or descriptors, by ASMK) for search.")
+@click.argument(
+    "vectors", metavar="INPUT", type=click.Path(exists=True, path_type=Path)
+)
 @click.option(
     "-o",
     "--output",
@@ -68,9 +79,52 @@ logger = logging.getLogger("vlad.cli")
     show_default=True,
     help="Neighbour weight is similarity to this power (0: plain average).",
 )
+@click.option(
+    "--method",
+    type=click.Choice(["vlad", "asmk"]),
+    default="vlad",
+    show_default=True,
+    help="vlad: index VLAD vectors; asmk: index local descriptors in an inverted "
+    "file searched by the aggregated selective match kernel (needs --codebook, "
+    "of thousands of words).",
+)
+@click.option(
+    "-c",
+    "--codebook",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="With --method asmk: the visual words (kept in the index).",
+)
+@click.option(
+    "--binary/--full",
+    default=True,
+    show_default=True,
+    help="With --method asmk: keep the sign bits of each aggregated residual "
+    "(ASMK*, F/8 bytes a word) or the whole residual (ASMK, 4F bytes).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="With --method asmk: selectivity exponent of word similarities.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(-1.0, 1.0, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="With --method asmk: word similarities below it count 0.",
+)
+@click.option(
+    "--idf",
+    is_flag=True,
+    help="With --method asmk: weigh words by inverse document frequency.",
+)
 @overwrite_option
 @verbosity_options
+@click.pass_context
 def index(
+    ctx: click.Context,
     vectors: Path,
     output: Path,
     pca: int | None,
@@ -79,12 +133,23 @@ def index(
     parameters: str | None,
     augment: int,
     augment_alpha: float,
+    method: str,
+    codebook: Path | None,
+    binary: bool,
+    alpha: float,
+    threshold: float,
+    idf: bool,
     overwrite: bool,
     verbosity: int,
 ) -> None:
-    """Index the VLAD vectors of "vlad encode" (VECTORS.npy, its names beside
-    it, or a folder of shards) or hloc's global features (VECTORS.h5, from
-    "vlad encode" or hloc's NetVLAD...) for "vlad search".
+    """Index the VLAD vectors of "vlad encode" (INPUT.npy, its names beside
+    it, or a folder of shards) or hloc's global features (INPUT.h5, from
+    "vlad encode" or hloc's NetVLAD...) for "vlad search"; or, with --method
+    asmk, the descriptors of "vlad extract" (INPUT.npz or a folder of shards).
+
+    ASMK assigns each descriptor to its nearest word and keeps, per image
+    and word, the sum of their residuals; a query's words are compared
+    with those of the images holding them.
 
     Images without descriptors (all-zero vectors) are kept by name but never
     returned as matches. The folder is written whole or not at all. A folder
@@ -96,11 +161,16 @@ def index(
     Example:
         vlad index vectors.npy -o index --pca 128 --whiten
         vlad index vectors.npy -o index --factory "IVF256,PQ32"
+        vlad index descriptors.npz --method asmk -c codebook.npz -o index
     """
     if output.exists() and not overwrite:
         raise click.ClickException(
             f"{output} already exists; pass --overwrite to replace it"
         )
+    _check_method_options(ctx, method)
+    if method == "asmk":
+        _index_asmk(vectors, output, codebook, binary, alpha, threshold, idf, overwrite)
+        return
     with library_errors():
         if vectors.is_dir() and pca is None and whiten is None and not augment:
             # A folder of shards is indexed a shard at a time.
@@ -133,6 +203,57 @@ def index(
         built.dimension,
         search,
         built.bytes_per_image,
+        output,
+    )
+    if built.n_empty:
+        logger.info(
+            "%s no descriptors and will never match",
+            count(built.n_empty, "image") + (" has" if built.n_empty == 1 else " have"),
+        )
+
+
+def _check_method_options(ctx: click.Context, method: str) -> None:
+    """Refuse the options of the other method, or ASMK without a codebook."""
+    refused = _ASMK_ONLY if method == "vlad" else _VLAD_ONLY
+    given = [
+        name
+        for name in refused
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    ]
+    if given:
+        options = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise click.UsageError(f"{options} do not apply to --method {method}")
+    if method == "asmk" and ctx.params["codebook"] is None:
+        raise click.UsageError("--method asmk needs --codebook")
+
+
+def _index_asmk(
+    descriptors: Path,
+    output: Path,
+    codebook: Path,
+    binary: bool,
+    alpha: float,
+    threshold: float,
+    idf: bool,
+    overwrite: bool,
+) -> None:
+    with library_errors():
+        built = build_asmk_index(
+            read_descriptor_file(descriptors, lazy=True),
+            Codebook.load(codebook),
+            binary=binary,
+            alpha=alpha,
+            threshold=threshold,
+            idf=idf,
+        )
+        built.save(output, overwrite=overwrite)
+    logger.info(
+        "wrote an %s index of %s (%s words, %s, %d bytes each) to %s",
+        "ASMK*" if binary else "ASMK",
+        count(built.n_images, "image"),
+        f"{built.n_words:,}",
+        count(built.n_entries, "image word", "image words"),
+        built.bytes_per_entry,
         output,
     )
     if built.n_empty:

@@ -24,9 +24,10 @@ from vlad.cli.reporting import (
 )
 from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.formats.names import printable
+from vlad.search.asmk_files import is_asmk_index, load_asmk_index
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import load_index
-from vlad.search.queries import read_queries
+from vlad.search.queries import read_asmk_queries, read_queries
 from vlad.search.reranking import DEFAULT_DEPTH, rerank_spatially
 from vlad.search.results import RESULT_SUFFIXES, SearchResults
 from vlad.search.spatial import MIN_INLIERS
@@ -126,6 +127,13 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     "--parameters",
     help='faiss search parameters for this search, such as "nprobe=32".',
 )
+@click.option(
+    "--multiple-assignment",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="ASMK index: words each query descriptor is assigned to (its nearest).",
+)
 @page_options(search=True)
 @jobs_option
 @overwrite_option
@@ -144,6 +152,7 @@ def search(
     min_inliers: int,
     database_descriptors: Path | None,
     parameters: str | None,
+    multiple_assignment: int,
     page: PageOptions,
     n_jobs: int | None,
     overwrite: bool,
@@ -155,12 +164,15 @@ def search(
     features, .h5), a descriptors file from "vlad extract" (or hloc's local
     features, .h5), or image files and folders; descriptors and
     images are encoded with --codebook as the index's vectors were. A query
-    without descriptors finds nothing, and says why.
+    without descriptors finds nothing, and says why. An ASMK index ("vlad
+    index --method asmk") takes descriptors or images, and holds its codebook
+    (--codebook, if given, must be the same).
 
     \b
     Examples:
         vlad search index queries.npy -k 100 -o results.json
         vlad search index photo.jpg -c codebook.npz -k 5
+        vlad search asmk-index queries.npz -k 100 -o results.json
         vlad search index queries/ -c codebook.npz --rerank spatial \\
             --database-descriptors descriptors.npz -o results.json
         vlad search index queries/ -c codebook.npz --html results.html \\
@@ -170,28 +182,47 @@ def search(
     if spatial and database_descriptors is None:
         raise click.UsageError("--rerank spatial needs --database-descriptors")
     check_outputs([path for path in (output, page.html) if path], overwrite)
-    with library_errors():
-        index = load_index(index_folder, mmap=True, parameters=parameters)
-        with progress_bar(verbosity, "Encoding queries") as progress:
-            found = read_queries(
-                list(queries),
-                index,
-                codebook,
-                keep_descriptors=spatial,
-                n_jobs=n_jobs,
-                progress=progress,
-            )
-        if found.report is not None:
-            report_skipped(found.report, vectors=True)
-        expansion = QueryExpansion(qe_neighbours, qe_alpha) if "qe" in rerank else None
-        results = index.search(
-            found.vectors, k, query_names=found.names, expansion=expansion
+    asmk = is_asmk_index(index_folder)
+    if asmk and ("qe" in rerank or parameters is not None):
+        raise click.UsageError(
+            "--rerank qe and --parameters do not apply to an ASMK index"
         )
+    with library_errors():
+        if asmk:
+            index = load_asmk_index(index_folder, mmap=True)
+            with progress_bar(verbosity, "Describing queries") as progress:
+                query_sets, report = read_asmk_queries(
+                    list(queries), index, codebook, n_jobs=n_jobs, progress=progress
+                )
+            report_skipped(report)
+            results = index.search(
+                query_sets, k, multiple_assignment=multiple_assignment
+            )
+        else:
+            index = load_index(index_folder, mmap=True, parameters=parameters)
+            with progress_bar(verbosity, "Encoding queries") as progress:
+                found = read_queries(
+                    list(queries),
+                    index,
+                    codebook,
+                    keep_descriptors=spatial,
+                    n_jobs=n_jobs,
+                    progress=progress,
+                )
+            if found.report is not None:
+                report_skipped(found.report, vectors=True)
+            query_sets = found.descriptor_sets
+            expansion = (
+                QueryExpansion(qe_neighbours, qe_alpha) if "qe" in rerank else None
+            )
+            results = index.search(
+                found.vectors, k, query_names=found.names, expansion=expansion
+            )
         database_sets = read_descriptor_file(database_descriptors) if spatial else None
         if spatial:
             results = rerank_spatially(
                 results,
-                found.descriptor_sets,
+                query_sets,
                 database_sets,
                 depth=rerank_depth,
                 min_inliers=min_inliers,
@@ -215,7 +246,7 @@ def search(
             output,
         )
     if page.html is not None:
-        sets = (found.descriptor_sets, database_sets) if spatial else None
+        sets = (query_sets, database_sets) if spatial else None
         with library_errors():
             write_results_page(page, results, queries, sets, n_jobs, verbosity)
 

@@ -1,5 +1,6 @@
 """Query vectors for an index: read from a vectors file, or made from images or
-descriptors exactly as the index's own vectors were made."""
+descriptors exactly as the index's own vectors were made; query descriptors
+for an ASMK index."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from vlad.formats.vectors import load_vectors
 from vlad.images.batch import BatchReport, encode_images, read_descriptor_sets
 from vlad.images.pool import Progress
 from vlad.images.sift import SiftOptions
+from vlad.search.asmk import ASMKIndex
 from vlad.search.index import VectorIndex
 
-__all__ = ["Queries", "read_queries", "source_record"]
+__all__ = ["Queries", "read_asmk_queries", "read_queries", "source_record"]
 
 PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
 
@@ -185,3 +187,47 @@ def _descriptor_options(source: dict, inputs: PathOrPaths) -> dict | None:
         return None
     recorded = SiftOptions.from_record(source.get("descriptor"))
     return None if recorded is None else dataclasses.asdict(recorded)
+
+
+def read_asmk_queries(
+    inputs: PathOrPaths,
+    index: ASMKIndex,
+    codebook: Codebook | str | os.PathLike | None = None,
+    *,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[DescriptorSets, BatchReport]:
+    """Query descriptors for an ASMK index: read from a descriptors file, or
+    made from images as the index's descriptors were (``index.source``).
+
+    Parameters
+    ----------
+    inputs : path-like or sequence of path-like
+        A descriptors file or folder of shards, or image files and folders.
+    index : ASMKIndex
+    codebook : Codebook or path-like, optional
+        The index holds its own codebook; one given must be the same.
+    n_jobs, progress
+        As in :func:`vlad.extract_images`.
+
+    Raises
+    ------
+    ValueError
+        A codebook other than the index's; descriptors of another kind are
+        refused by :meth:`ASMKIndex.search`.
+    """
+    if codebook is not None and not isinstance(codebook, Codebook):
+        codebook = Codebook.load(codebook)
+    if codebook is not None:
+        _check_fingerprint(
+            codebook.fingerprint,
+            index.source,
+            f"the codebook has fingerprint {codebook.fingerprint}",
+        )
+    return read_descriptor_sets(
+        inputs,
+        _descriptor_options(index.source, inputs),
+        n_jobs=n_jobs,
+        progress=progress,
+        lazy=True,
+    )

@@ -1,0 +1,282 @@
+"""ASMK and ASMK* search against a plain-loop evaluation of the kernel's
+definition, its edge cases, adding images, and one-line errors."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vlad
+from vlad.search import ASMKIndex, build_asmk_index
+from vlad.search.asmk_kernel import (
+    binary_similarities,
+    popcount,
+    selectivity,
+    word_quantizer,
+)
+
+SIFT = {"extractor": "opencv-sift", "features": "sift", "root_sift": True}
+
+
+def reference_scores(database, query, centers, n_nearest, binary, alpha, tau):
+    """Normalised ASMK of ``query`` with each database image, by its
+    definition: a loop over images, words and descriptors, in float64."""
+    centers = np.asarray(centers, np.float64)
+
+    def aggregated(descriptors, n):
+        words = {}
+        for x in np.asarray(descriptors, np.float64):
+            distances = ((centers - x) ** 2).sum(axis=1)
+            for word in np.argsort(distances, kind="stable")[:n]:
+                words[word] = words.get(word, 0.0) + (x - centers[word])
+        return words
+
+    def similarity(a, b):
+        if binary:
+            hamming = sum((p > 0) != (q > 0) for p, q in zip(a, b, strict=True))
+            return 1 - 2 * hamming / len(a)
+        norm_a, norm_b = np.linalg.norm(a), np.linalg.norm(b)
+        return 0.0 if norm_a == 0 or norm_b == 0 else a @ b / (norm_a * norm_b)
+
+    def sigma(u):
+        return np.sign(u) * abs(u) ** alpha if u >= tau else 0.0
+
+    ours = aggregated(query, n_nearest)
+    scores = []
+    for descriptors in database:
+        theirs = aggregated(descriptors, 1)
+        if not theirs or not ours:
+            scores.append(None)
+            continue
+        total = sum(sigma(similarity(ours[w], theirs[w])) for w in ours if w in theirs)
+        scores.append(total / np.sqrt(len(ours) * len(theirs)))
+    return scores
+
+
+def random_problem(seed, n_words, lengths, n_features=8):
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((n_words, n_features)).astype(np.float32)
+    database = [
+        rng.standard_normal((length, n_features)).astype(np.float32)
+        for length in lengths
+    ]
+    return centers, database, rng
+
+
+def scores_by_row(result, n_images):
+    scores = [None] * n_images
+    for row, score in zip(result.rows, result.scores, strict=True):
+        scores[row] = float(score)
+    return scores
+
+
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize(("alpha", "tau"), [(3.0, 0.0), (1.0, -1.0), (2.5, 0.3)])
+def test_search_matches_the_kernel_s_definition(binary, alpha, tau):
+    centers, database, rng = random_problem(0, 6, [7, 0, 12, 1, 5])
+    query = rng.standard_normal((9, 8)).astype(np.float32)
+    index = build_asmk_index(
+        database, vlad.Codebook(centers), binary=binary, alpha=alpha, threshold=tau
+    )
+    result = index.search([query], k=10, multiple_assignment=3)[0]
+    expected = reference_scores(database, query, centers, 3, binary, alpha, tau)
+    found = scores_by_row(result, len(database))
+    assert [score is None for score in found] == [s is None for s in expected]
+    tolerance = 1e-5
+    for score, reference in zip(found, expected, strict=True):
+        if reference is not None:
+            assert score == pytest.approx(reference, abs=tolerance)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    n_words=st.integers(1, 5),
+    lengths=st.lists(st.integers(0, 6), min_size=1, max_size=5),
+    query_length=st.integers(0, 6),
+    n_nearest=st.integers(1, 6),
+    binary=st.booleans(),
+)
+def test_edge_cases_match_the_definition(
+    seed, n_words, lengths, query_length, n_nearest, binary
+):
+    """Empty images and queries, one word, every word (n_nearest >= K)."""
+    centers, database, rng = random_problem(seed, n_words, lengths)
+    query = rng.standard_normal((query_length, 8)).astype(np.float32)
+    index = build_asmk_index(database, vlad.Codebook(centers), binary=binary)
+    result = index.search([query], k=10, multiple_assignment=n_nearest)[0]
+    expected = reference_scores(
+        database, query, centers, min(n_nearest, n_words), binary, 3.0, 0.0
+    )
+    if query_length == 0 or all(length == 0 for length in lengths):
+        assert result.names == ()
+        assert result.reason
+        return
+    found = scores_by_row(result, len(database))
+    assert [score is None for score in found] == [s is None for s in expected]
+    for score, reference in zip(found, expected, strict=True):
+        if reference is not None:
+            assert score == pytest.approx(reference, abs=1e-5)
+    assert np.all(np.diff(result.scores) <= 0)
+
+
+def test_ties_go_to_the_image_added_first():
+    centers, database, _ = random_problem(1, 4, [6, 6])
+    database = [database[1], database[0], database[1], database[0]]
+    index = build_asmk_index(database, vlad.Codebook(centers), names=list("abcd"))
+    result = index.search([database[1]], k=4, multiple_assignment=1)[0]
+    assert result.names == ("b", "d", "a", "c")
+    assert result.scores[0] == result.scores[1] == pytest.approx(1.0)
+    assert result.scores[2] == result.scores[3]
+
+
+def test_k_keeps_the_best_and_notes_when_too_large():
+    centers, database, _ = random_problem(2, 5, [4, 4, 4, 0])
+    index = build_asmk_index(database, vlad.Codebook(centers))
+    everything = index.search([database[0]], k=3, multiple_assignment=1)
+    best = index.search([database[0]], k=1, multiple_assignment=1)
+    assert best[0].names == everything[0].names[:1]
+    assert everything[0].names[0] == "0"
+    assert "3 images with descriptors" in index.search([database[0]], k=9).notes[0]
+
+
+def test_adding_images_equals_building_with_them():
+    centers, database, rng = random_problem(3, 6, [5, 3, 0, 8, 4])
+    codebook = vlad.Codebook(centers)
+    whole = build_asmk_index(database, codebook)
+    grown = build_asmk_index(database[:2], codebook)
+    grown.add(database[2:])
+    assert grown.names == whole.names
+    for name in ("word_offsets", "entry_images", "codes"):
+        np.testing.assert_array_equal(getattr(grown, name), getattr(whole, name))
+
+
+def test_save_and_load_round_trip(tmp_path):
+    centers, database, rng = random_problem(4, 6, [5, 3, 0, 8])
+    codebook = vlad.Codebook(centers, {"descriptor": SIFT})
+    sets = vlad.DescriptorSets.from_list(database, list("abcd"), metadata=SIFT)
+    index = build_asmk_index(sets, codebook, binary=False, alpha=2.0, idf=True)
+    index.save(tmp_path / "index")
+    with pytest.raises(FileExistsError):
+        index.save(tmp_path / "index")
+    queries = vlad.DescriptorSets.from_list(
+        [rng.standard_normal((4, 8))], ["q"], metadata=SIFT
+    )
+    for mmap in (False, True):
+        loaded = vlad.search.load_asmk_index(tmp_path / "index", mmap=mmap)
+        assert repr(loaded) == repr(index)
+        assert loaded.source == index.source
+        ours, theirs = index.search(queries, k=4)[0], loaded.search(queries, k=4)[0]
+        assert ours.names == theirs.names
+        np.testing.assert_array_equal(ours.scores, theirs.scores)
+
+
+def test_idf_weighs_rare_words_more():
+    """A word in every image weighs log(1) ** 2 = 0: an image sharing only
+    it scores 0."""
+    centers = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]], np.float32)
+    database = [[[1.0, 1.0], [10.0, 1.0]], [[1.0, 1.0]], [[1.0, 1.0], [0.0, 11.0]]]
+    index = build_asmk_index(database, vlad.Codebook(centers), idf=True)
+    result = index.search([database[0]], k=3, multiple_assignment=1)[0]
+    assert result.names[0] == "0"
+    assert dict(zip(result.names, result.scores.tolist(), strict=True))["1"] == 0.0
+
+
+def test_loading_refuses_what_is_not_an_index(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        vlad.search.load_asmk_index(tmp_path / "missing")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ValueError, match="damaged"):
+        vlad.search.load_asmk_index(tmp_path / "plain")
+    centers, database, _ = random_problem(5, 3, [2, 2])
+    build_asmk_index(database, vlad.Codebook(centers)).save(tmp_path / "index")
+    np.save(tmp_path / "index" / "entry_images.npy", np.zeros(1, np.int32))
+    with pytest.raises(ValueError, match="files disagree"):
+        vlad.search.load_asmk_index(tmp_path / "index")
+
+
+def test_descriptors_of_another_kind_are_refused():
+    centers, database, _ = random_problem(6, 3, [3, 3])
+    codebook = vlad.Codebook(centers, {"descriptor": SIFT})
+    sets = vlad.DescriptorSets.from_list(database, metadata=SIFT)
+    plain = vlad.DescriptorSets.from_list(
+        database, metadata={**SIFT, "root_sift": False}
+    )
+    orb = vlad.DescriptorSets.from_list(
+        database, metadata={"extractor": "opencv-orb", "features": "orb"}
+    )
+    with pytest.raises(ValueError, match="RootSIFT"):
+        build_asmk_index(plain, codebook)
+    index = build_asmk_index(sets, codebook)
+    with pytest.raises(ValueError, match="RootSIFT at detected keypoints but"):
+        index.search(plain)
+    with pytest.raises(ValueError, match="'opencv-orb'"):
+        index.search(orb)
+    with pytest.raises(ValueError, match="'opencv-orb'"):
+        index.add(orb)
+    with pytest.raises(ValueError, match="have 4 values each"):
+        index.search([np.ones((2, 4))])
+    assert index.n_images == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"alpha": 0.0}, "alpha must be positive"),
+        ({"threshold": 1.0}, r"threshold must be in \[-1, 1\)"),
+        ({"alpha": "3"}, "alpha must be a number"),
+    ],
+)
+def test_bad_kernel_parameters_are_refused(arguments, message):
+    centers, database, _ = random_problem(7, 3, [2])
+    with pytest.raises((TypeError, ValueError), match=message):
+        build_asmk_index(database, vlad.Codebook(centers), **arguments)
+
+
+def test_codebooks_of_several_vocabularies_are_refused():
+    codebook = vlad.Codebook(np.eye(4), vocabulary_sizes=[2, 2])
+    with pytest.raises(ValueError, match="one Euclidean vocabulary"):
+        build_asmk_index([np.eye(4)], codebook)
+
+
+def test_binary_similarity_and_selectivity_by_hand():
+    codes = np.packbits(np.array([[1, 0, 1, 1, 0, 0, 0, 0, 1, 1]], bool), axis=1)
+    others = np.packbits(np.array([[1, 1, 1, 0, 0, 0, 0, 0, 1, 0]], bool), axis=1)
+    assert popcount(np.bitwise_xor(codes, others)).tolist() == [3]
+    assert binary_similarities(codes, others, 10).tolist() == [pytest.approx(0.4)]
+    values = selectivity(np.array([-1.0, -0.2, 0.0, 0.2, 1.0]), 3.0, -0.5)
+    np.testing.assert_allclose(values, [0.0, -0.008, 0.0, 0.008, 1.0], rtol=1e-6)
+
+
+def test_both_quantizers_find_the_nearest_words(monkeypatch):
+    rng = np.random.default_rng(8)
+    centers = rng.standard_normal((50, 16)).astype(np.float32)
+    descriptors = rng.standard_normal((200, 16)).astype(np.float32)
+    distances = ((descriptors[:, None] - centers[None]) ** 2).sum(axis=2)
+    expected = np.argsort(distances, axis=1)[:, :3]
+    pytest.importorskip("faiss")
+    np.testing.assert_array_equal(word_quantizer(centers)(descriptors, 3), expected)
+    monkeypatch.setitem(sys.modules, "faiss", None)  # faiss not installed
+    np.testing.assert_array_equal(word_quantizer(centers)(descriptors, 3), expected)
+
+
+def test_repr_names_the_kernel():
+    centers, database, _ = random_problem(9, 3, [2])
+    index = build_asmk_index(database, vlad.Codebook(centers), binary=False)
+    assert isinstance(index, ASMKIndex)
+    assert repr(index) == (
+        "ASMKIndex(n_images=1, n_words=3, n_entries="
+        f"{index.n_entries}, kernel='ASMK', alpha=3, threshold=0, "
+        "bytes_per_entry=36)"
+    )
+
+
+@pytest.mark.parametrize("n_bytes", [1, 3, 8, 16])
+def test_popcount_counts_every_set_bit(n_bytes):
+    bits = np.random.default_rng(n_bytes).integers(0, 256, (50, n_bytes), np.uint8)
+    expected = [sum(bin(value).count("1") for value in row) for row in bits.tolist()]
+    assert popcount(bits).tolist() == expected
