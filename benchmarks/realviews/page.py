@@ -146,15 +146,18 @@ def render_page(record: dict, results_name: str = "RESULTS.json") -> str:
         "## Overall\n",
         format_overall(rows),
         "## Per tier\n",
-        "`standard`: an ordinary change of viewpoint or lighting; `extreme`: "
-        "day and night, seasons, sensors, or views far apart.\n",
+        "`standard`: another viewpoint, distance, photographer or lighting; "
+        "`extreme`: the WxBS and EVD scenes (a far other viewpoint, with day "
+        "and night, seasons or another sensor for WxBS).\n",
         format_by_tag(rows, tiers, ["mAP", "recall@1", "recall@5"]),
         "## Per family\n",
-        "`wxbs` and `evd`: the WxBS and EVD pairs (wide baselines, other "
-        "sensors, extreme viewpoints); `walkaround`: views around a place "
-        "from structure-from-motion samples; `object`: an object seen all "
-        "round; `planar`: flat scenes (covers, paintings); `landmark`: tourist "
-        "photographs of one building.\n",
+        "`wxbs`: WxBS pairs (viewpoint with illumination, season or "
+        "appearance); `evd`: EVD pairs (extreme viewpoint of mostly planar "
+        "scenes); `walkaround`: views around a place or along a street "
+        "(structure-from-motion samples); `object`: an object or table-top "
+        "scene seen from around it; `planar`: near-planar scenes (a cover in "
+        "clutter, the Oxford boat, a facade); `landmark`: a building by "
+        "other photographers, years apart or by day and night.\n",
         "### mAP\n",
         format_by_tag(rows, families, ["mAP"]),
         "### Recall@1\n",
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     arguments = parser.parse_args(argv)
     record = json.loads(arguments.results.read_text(encoding="utf-8"))
-    text = render_page(record, arguments.results.name)
+    text = render_page(record, str(arguments.results))
     with atomic_write(arguments.page) as handle:
         handle.write(text.encode("utf-8"))
     return 0

@@ -33,6 +33,7 @@ returning query name -> database names, best first.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import math
@@ -125,13 +126,24 @@ class Prepared:
             self._vectors[key] = vlad.encode(
                 self.descriptors, self._vectors[clusters], options, n_jobs=self.n_jobs
             )
-            self.seconds[f"encoding {label}, {options!r}"] = time.perf_counter() - start
+            changes = _changes(options)
+            self.seconds[f"encoding {label}{changes}"] = time.perf_counter() - start
         return self._vectors[key]
 
     def query_rows(self) -> np.ndarray:
         """Rows of :attr:`descriptors` of the queries, in :attr:`queries`' order."""
         rows = {name: row for row, name in enumerate(self.descriptors.names)}
         return np.array([rows[name] for name in self.queries], dtype=np.int64)
+
+
+def _changes(options: vlad.EncodingOptions) -> str:
+    """The options that differ from the defaults, as ``", power=0.5"``."""
+    default = vlad.EncodingOptions()
+    return "".join(
+        f", {item.name}={getattr(options, item.name)!r}"
+        for item in dataclasses.fields(options)
+        if getattr(options, item.name) != getattr(default, item.name)
+    )
 
 
 @dataclass(frozen=True)
