@@ -32,6 +32,7 @@ from benchmarks.realviews.run import (
     step_average_precision,
     step_map,
 )
+from benchmarks.realviews.run import main as run_main
 from vlad.evaluation import evaluate
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -512,3 +513,23 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
         "planar (3) R@1",
     ):
         assert text in page
+
+
+def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
+    (tmp_path / "images").mkdir()
+    for name in ("0.jpg", "1.jpg"):
+        (tmp_path / "images" / name).write_bytes(b"")
+    (tmp_path / "ground_truth.json").write_text(
+        json.dumps({"0.jpg": {"relevant": ["1.jpg"], "junk": ["0.jpg"]}})
+    )
+    rng = np.random.default_rng(0)
+    sets = vlad.DescriptorSets.from_list(
+        [rng.random((3, 8)), rng.random((3, 8))],
+        ["0.jpg", "2.jpg"],
+        keypoints=[rng.random((3, 4)), rng.random((3, 4))],
+    )
+    sets.save(tmp_path / "descriptors.npz")
+    arguments = [str(tmp_path), "--descriptors", str(tmp_path / "descriptors.npz")]
+    assert run_main(arguments) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "'1.jpg' has none" in error
