@@ -33,6 +33,7 @@ from benchmarks.realviews.run import (
     step_map,
 )
 from benchmarks.realviews.run import main as run_main
+from benchmarks.report import machine_info
 from vlad.evaluation import evaluate
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -496,7 +497,7 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
     rows = [run_variant(prepared, name) for name in ("k64", "qe")]
     record = {
         "command": "python -m benchmarks.realviews.run DATASET",
-        "machine": __import__("benchmarks.report").report.machine_info(),
+        "machine": machine_info(),
         "dataset": None,
         "descriptors": {},
         "preparation_seconds": {"descriptors": 0.1},
