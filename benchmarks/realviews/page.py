@@ -128,7 +128,7 @@ def render_page(record: dict, results_name: str = "RESULTS.json") -> str:
         f"python -m benchmarks.realviews.page {results_name} docs/realviews.md\n```\n\n"
         "on the machine below.\n",
         _counts(record),
-        "Descriptors: "
+        "Descriptors, as their file records them: "
         + ", ".join(f"{key} {value}" for key, value in sorted(descriptors.items()))
         + ". Each codebook is fitted on the descriptors of every image (a "
         "sample of 100,000, seed 0, as `vlad fit` on the folder), and every "
