@@ -23,7 +23,7 @@ from benchmarks.realviews.build import (
     main,
     read_deb_files,
 )
-from benchmarks.realviews.page import render_page
+from benchmarks.realviews.page import merge_records, render_page
 from benchmarks.realviews.run import (
     VARIANTS,
     Prepared,
@@ -503,7 +503,7 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
         "preparation_seconds": {"descriptors": 0.1},
         "variants": rows,
     }
-    page = render_page(record, "results.json")
+    page = render_page(record, ["results.json"])
     assert "python -m benchmarks.realviews.run DATASET" in page
     for text in (
         "`k64`",
@@ -534,3 +534,28 @@ def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
     assert run_main(arguments) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "'1.jpg' has none" in error
+
+
+def test_runs_merge_into_one_page(prepared):
+    first = {
+        "command": "run A",
+        "machine": {"cpu": "x"},
+        "dataset": None,
+        "n_images": 12,
+        "n_queries": 6,
+        "preparation_seconds": {},
+        "variants": [run_variant(prepared, name) for name in ("k64", "qe")],
+    }
+    again = run_variant(prepared, "k64")
+    again["description"] = "run again"
+    second = first | {"command": "run B", "variants": [again]}
+    merged = merge_records([first, second], ["a.json", "b.json"])
+    assert merged["commands"] == ["run A", "run B"]
+    assert [row["variant"] for row in merged["variants"]] == ["k64", "qe"]
+    assert merged["variants"][0]["description"] == "run again"
+    assert merged["variants"][0]["command"] == "run B"
+    assert merged["machines"] == [{"cpu": "x"}]
+    assert merge_records([merged], ["m.json"]) == merged
+    other = second | {"n_queries": 5}
+    with pytest.raises(ValueError, match="^b.json measures another folder than a"):
+        merge_records([first, other], ["a.json", "b.json"])

@@ -3,23 +3,35 @@ Markdown page.
 
 Usage, from the root of a source checkout::
 
-    python -m benchmarks.realviews.page RESULTS.json [docs/realviews.md]
+    python -m benchmarks.realviews.page RESULTS.json [MORE.json ...]
+        [-o docs/realviews.md] [--merged PATH]
 
-The page names the command and the machine, then gives every variant's mAP,
+The page names the commands and the machine, then gives every variant's mAP,
 Recall@1 and @5 overall, per tier and per family, and its time per query.
+Several runs' files (slow variants run apart, a method added later) make one
+page; ``--merged`` writes them as one JSON too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.performance_page import machine_section
 from vlad.formats.files import atomic_write
 
-__all__ = ["DEFAULT_PAGE", "format_by_tag", "format_overall", "main", "render_page"]
+__all__ = [
+    "DEFAULT_PAGE",
+    "format_by_tag",
+    "format_overall",
+    "main",
+    "merge_records",
+    "render_page",
+]
 
 #: Where the page goes unless told otherwise.
 DEFAULT_PAGE = Path("docs/realviews.md")
@@ -104,9 +116,55 @@ def _counts(record: dict) -> str:
     )
 
 
-def render_page(record: dict, results_name: str = "RESULTS.json") -> str:
-    """The Markdown page of one run's JSON record."""
+def merge_records(records: list[dict], names: list[str]) -> dict:
+    """Several runs' JSON records as one: the first's machine, folder and
+    preparation, every run's command, and the variants of all, in order (a
+    variant run again replaces the earlier one, where it was).
+
+    Raises
+    ------
+    ValueError
+        Records of different folders (images, queries or manifest).
+    """
+
+    def folder(record):
+        manifest = (record.get("dataset") or {}).get("manifest") or {}
+        return record["n_images"], record["n_queries"], manifest.get("sha256")
+
+    for record, name in zip(records[1:], names[1:], strict=True):
+        if folder(record) != folder(records[0]):
+            raise ValueError(
+                f"{name} measures another folder than {names[0]}: (images, "
+                f"queries, manifest sha256) {folder(record)} and {folder(records[0])}"
+            )
+    variants: dict[str, dict] = {}
+    commands: list[str] = []
+    for record in records:
+        for command in record.get("commands") or [record["command"]]:
+            if command not in commands:
+                commands.append(command)
+        for row in record["variants"]:
+            variants[row["variant"]] = {"command": record.get("command"), **row}
+    machines: list[dict] = []
+    for record in records:
+        for machine in record.get("machines") or [record["machine"]]:
+            if machine not in machines:
+                machines.append(machine)
+    merged = {key: value for key, value in records[0].items() if key != "command"}
+    return merged | {
+        "commands": commands,
+        "machines": machines,
+        "variants": list(variants.values()),
+    }
+
+
+def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str:
+    """The Markdown page of a run's JSON record (or of :func:`merge_records`'s).
+
+    ``results`` are the JSON files' names, for the page's command line.
+    """
     rows = record["variants"]
+    commands = record.get("commands") or [record["command"]]
     tiers, families = _tags(record)
     seconds = ", ".join(
         f"{step} {value:.1f} s" for step, value in record["preparation_seconds"].items()
@@ -123,10 +181,17 @@ def render_page(record: dict, results_name: str = "RESULTS.json") -> str:
         "[benchmarks/realviews/README.md](../benchmarks/realviews/README.md)). "
         "Unlike the [retrieval benchmark](retrieval.md), whose queries are "
         "edited copies of the database's images, nothing here is synthetic. "
-        "Every figure comes from one run of\n\n"
-        f"```bash\n{record['command']}\n"
-        f"python -m benchmarks.realviews.page {results_name} docs/realviews.md\n```\n\n"
-        "on the machine below.\n",
+        f"Every figure comes from {'one run' if len(commands) == 1 else 'the runs'}"
+        " of\n\n```bash\n"
+        + "".join(f"{command}\n" for command in commands)
+        + shlex.join(["python", "-m", "benchmarks.realviews.page", *results])
+        + "\n```\n\non the machine below"
+        + (
+            f" (the runs were on {len(record['machines'])} machines or settings; "
+            "this is the first's: compare ms/query only within one run).\n"
+            if len(record.get("machines") or []) > 1
+            else ".\n"
+        ),
         _counts(record),
         "Descriptors, as their file records them: "
         + ", ".join(f"{key} {value}" for key, value in sorted(descriptors.items()))
@@ -171,18 +236,37 @@ def render_page(record: dict, results_name: str = "RESULTS.json") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Read the JSON, write the page."""
+    """Read the JSON files, write the page (and the merged JSON)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.realviews.page")
-    parser.add_argument("results", type=Path, help="JSON of the run's --json")
     parser.add_argument(
-        "page", type=Path, nargs="?", default=DEFAULT_PAGE,
+        "results", type=Path, nargs="+", metavar="RESULTS.json",
+        help="JSON of a run's --json; several are merged, in order",
+    )  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", type=Path, default=DEFAULT_PAGE, metavar="PAGE",
         help=f"Markdown file to write (default: {DEFAULT_PAGE})",
     )  # fmt: skip
+    parser.add_argument(
+        "--merged", type=Path, metavar="PATH",
+        help="also write the merged JSON of several runs here",
+    )  # fmt: skip
     arguments = parser.parse_args(argv)
-    record = json.loads(arguments.results.read_text(encoding="utf-8"))
-    text = render_page(record, str(arguments.results))
-    with atomic_write(arguments.page) as handle:
-        handle.write(text.encode("utf-8"))
+    records = [
+        json.loads(path.read_text(encoding="utf-8")) for path in arguments.results
+    ]
+    names = [str(path) for path in arguments.results]
+    try:
+        record = merge_records(records, names)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    words = [*names, *(["-o", str(arguments.output)])]
+    if arguments.merged:
+        words += ["--merged", str(arguments.merged)]
+        with atomic_write(arguments.merged) as handle:
+            handle.write((json.dumps(record, indent=1) + "\n").encode("utf-8"))
+    with atomic_write(arguments.output) as handle:
+        handle.write(render_page(record, words).encode("utf-8"))
     return 0
 
 
