@@ -97,15 +97,26 @@ class Prepared:
     queries: list[str]
     n_jobs: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    _codebooks: dict = field(default_factory=dict, repr=False)
     _vectors: dict = field(default_factory=dict, repr=False)
+
+    def codebook(self, clusters: int = DEFAULT_N_CLUSTERS) -> vlad.Codebook:
+        """A codebook of ``clusters`` centres fitted on every database
+        descriptor (sample and seed as ``vlad fit``), fitted once."""
+        if clusters not in self._codebooks:
+            start = time.perf_counter()
+            self._codebooks[clusters] = vlad.fit_codebook(
+                self.descriptors, clusters, n_jobs=self.n_jobs
+            )
+            self.seconds[f"codebook K={clusters}"] = time.perf_counter() - start
+        return self._codebooks[clusters]
 
     def vectors(
         self,
         clusters: int = DEFAULT_N_CLUSTERS,
         options: vlad.EncodingOptions | None = None,
     ) -> np.ndarray:
-        """The database's VLAD vectors with a codebook of ``clusters`` centres
-        fitted on every database descriptor (sample and seed as ``vlad fit``),
+        """The database's VLAD vectors with :meth:`codebook` ``(clusters)``,
         made once per ``(clusters, options)``.
 
         Returns
@@ -115,19 +126,13 @@ class Prepared:
         options = options or vlad.EncodingOptions()
         key = (clusters, options)
         if key not in self._vectors:
-            label = f"K={clusters}"
-            if f"codebook {label}" not in self.seconds:
-                start = time.perf_counter()
-                self._vectors[clusters] = vlad.fit_codebook(
-                    self.descriptors, clusters, n_jobs=self.n_jobs
-                )
-                self.seconds[f"codebook {label}"] = time.perf_counter() - start
+            codebook = self.codebook(clusters)
             start = time.perf_counter()
             self._vectors[key] = vlad.encode(
-                self.descriptors, self._vectors[clusters], options, n_jobs=self.n_jobs
+                self.descriptors, codebook, options, n_jobs=self.n_jobs
             )
-            changes = _changes(options)
-            self.seconds[f"encoding {label}{changes}"] = time.perf_counter() - start
+            label = f"encoding K={clusters}{_changes(options)}"
+            self.seconds[label] = time.perf_counter() - start
         return self._vectors[key]
 
     def query_rows(self) -> np.ndarray:
