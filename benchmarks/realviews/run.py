@@ -430,8 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a vlad extract file of DATASET/images to use instead",
     )  # fmt: skip
     parser.add_argument(
-        "--variant", action="append", choices=list(VARIANTS), metavar="NAME",
-        help=f"repeat for several (default: all: {', '.join(VARIANTS)})",
+        "--variant", action="extend", nargs="+", choices=list(VARIANTS),
+        metavar="NAME",
+        help=f"one or more (default: all: {', '.join(VARIANTS)})",
     )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=None, help="default: every core")
     parser.add_argument("--json", type=Path, metavar="PATH")
