@@ -505,6 +505,7 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
     }
     page = render_page(record, ["results.json"])
     assert "python -m benchmarks.realviews.run DATASET" in page
+    assert "| ms/query | CPU ms/query |" in page
     for text in (
         "`k64`",
         "`qe`",

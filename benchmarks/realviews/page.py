@@ -49,7 +49,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def format_overall(rows: list[dict]) -> str:
-    """Every variant's mAP, step-wise mAP, Recall@1, @5, @10 and ms per query."""
+    """Every variant's mAP, step-wise mAP, Recall@1, @5, @10 and ms per query
+    (and CPU ms per query, where the run measured it)."""
+    cpu = any("cpu_ms_per_query" in row for row in rows)
     body = []
     for row in rows:
         mean = row["evaluation"]["mean"]
@@ -64,8 +66,11 @@ def format_overall(rows: list[dict]) -> str:
                 f"{row['ms_per_query']:.2f}",
             ]
         )
+        if cpu:
+            value = row.get("cpu_ms_per_query")
+            body[-1].append("-" if value is None else f"{value:.2f}")
     header = ["variant", "mAP", "mAP (steps)", "R@1", "R@5", "R@10", "ms/query"]
-    return _table(header, body)
+    return _table(header + ["CPU ms/query"] * cpu, body)
 
 
 def format_by_tag(rows: list[dict], tags: list[str], metrics: list[str]) -> str:
@@ -204,7 +209,9 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         "queries with a relevant image among their first k. ms/query is the "
         "search, and the re-ranking where there is one, of one query, on this "
         "machine beside other work; it leaves out extracting and encoding the "
-        "query (its vector is its database vector). Spatial verification of "
+        "query (its vector is its database vector); CPU ms/query, where the run "
+        "measured it, is the CPU time of all the process's threads, which other "
+        "work on the machine does not inflate. Spatial verification of "
         "the top N counts the query itself among the N, as `vlad search` "
         f"does. Preparation: {seconds}.\n",
         machine_section(record["machine"]),
