@@ -506,6 +506,7 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
     page = render_page(record, ["results.json"])
     assert "python -m benchmarks.realviews.run DATASET" in page
     assert "| ms/query | CPU ms/query |" in page
+    assert "load average (1 minute) was" in page
     for text in (
         "`k64`",
         "`qe`",

@@ -171,6 +171,14 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
     rows = record["variants"]
     commands = record.get("commands") or [record["command"]]
     tiers, families = _tags(record)
+    loads = [row["load_average"] for row in rows if "load_average" in row]
+    load = (
+        f" The machine's load average (1 minute) was {min(loads):.1f} to "
+        f"{max(loads):.1f} as the variants' searches ended, on "
+        f"{record['machine']['usable_cpus']} usable CPUs."
+        if loads
+        else ""
+    )
     seconds = ", ".join(
         f"{step} {value:.1f} s" for step, value in record["preparation_seconds"].items()
     )
@@ -213,7 +221,7 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         "measured it, is the CPU time of all the process's threads, which other "
         "work on the machine does not inflate. Spatial verification of "
         "the top N counts the query itself among the N, as `vlad search` "
-        f"does. Preparation: {seconds}.\n",
+        f"does.{load} Preparation: {seconds}.\n",
         machine_section(record["machine"]),
         "## Overall\n",
         format_overall(rows),

@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -311,7 +312,8 @@ def run_variant(prepared: Prepared, name: str) -> dict:
     dict
         ``variant``, ``description``, ``setup_seconds``, ``search_seconds``,
         ``ms_per_query`` (wall clock), ``cpu_ms_per_query`` (CPU time of the
-        process's threads), ``evaluation`` (:meth:`Evaluation.to_dict`) and
+        process's threads), ``load_average`` (the machine's over the last
+        minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`) and
         ``step_map``.
 
     Raises
@@ -342,6 +344,8 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         "search_seconds": search_seconds,
         "ms_per_query": 1000 * search_seconds / len(prepared.queries),
         "cpu_ms_per_query": 1000 * cpu_seconds / len(prepared.queries),
+        # How busy the machine was: the wall clock means little without it.
+        "load_average": os.getloadavg()[0],
         "evaluation": evaluation.to_dict(),
         "step_map": step_map(evaluation),
     }
