@@ -550,13 +550,18 @@ def test_runs_merge_into_one_page(prepared):
     }
     again = run_variant(prepared, "k64")
     again["description"] = "run again"
-    second = first | {"command": "run B", "variants": [again]}
+    first["machine"] = {"cpu": "x", "thread_pools": ["a", "b"]}
+    second = first | {
+        "command": "run B",
+        "variants": [again],
+        "machine": {"cpu": "x", "thread_pools": ["b", "a"]},
+    }
     merged = merge_records([first, second], ["a.json", "b.json"])
     assert merged["commands"] == ["run A", "run B"]
     assert [row["variant"] for row in merged["variants"]] == ["k64", "qe"]
     assert merged["variants"][0]["description"] == "run again"
     assert merged["variants"][0]["command"] == "run B"
-    assert merged["machines"] == [{"cpu": "x"}]
+    assert merged["machines"] == [{"cpu": "x", "thread_pools": ["a", "b"]}]
     assert merge_records([merged], ["m.json"]) == merged
     other = second | {"n_queries": 5}
     with pytest.raises(ValueError, match="^b.json measures another folder than a"):

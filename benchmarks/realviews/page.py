@@ -153,6 +153,9 @@ def merge_records(records: list[dict], names: list[str]) -> dict:
     machines: list[dict] = []
     for record in records:
         for machine in record.get("machines") or [record["machine"]]:
+            # threadpoolctl lists the same pools in another order at times.
+            pools = sorted(machine.get("thread_pools", []))
+            machine = machine | {"thread_pools": pools}
             if machine not in machines:
                 machines.append(machine)
     merged = {key: value for key, value in records[0].items() if key != "command"}
