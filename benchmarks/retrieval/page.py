@@ -77,7 +77,10 @@ def render_page(record: dict, json_name: str = "retrieval.json") -> str:
         f"```bash\n{_command(record['settings'], json_name)}\n```\n\n"
         "on the machine below. mAP is revisitop's (see "
         "[Evaluation](evaluation.md)); ms/query is the search and the "
-        "re-ranking per query, on this machine, beside other work.\n",
+        "re-ranking per query, on this machine, beside other work. Its "
+        "queries are edited copies of the database's images; the "
+        "[real-view benchmark](realviews.md) measures real photographs of "
+        "scenes seen again instead.\n",
         _counts(record.get("dataset_counts")) + without,
         machine_section(record["machine"]),
         "## Variants\n",

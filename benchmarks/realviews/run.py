@@ -1,0 +1,485 @@
+"""Run named search variants on the real-view benchmark and evaluate them.
+
+::
+
+    python -m benchmarks.realviews.run DATASET [--work DIR] [--descriptors PATH]
+        [--variant NAME ...] [--jobs N] [--json PATH]
+
+``DATASET`` is a folder built by :mod:`benchmarks.realviews.build`. Every
+image of ``DATASET/images`` is in the database, and every scene image is also
+a query (leave-one-out: the ground truth makes it junk in its own ranking).
+Descriptors are extracted once, with vlad's defaults, into ``--work``
+(default ``DATASET/work``) and reused; ``--descriptors`` reuses a ``vlad
+extract`` file of the same images instead.
+
+A variant is an entry of :data:`VARIANTS`: a :class:`Variant` whose ``setup``
+builds what its search needs from the :class:`Prepared` data (codebook,
+vectors, index: offline work, timed as a whole) and whose ``search`` ranks
+the database for every query (timed per query). The codebook is fitted on
+all the database's descriptors, as ``vlad fit`` on the folder would, and
+shared by the variants that use the same K and encoding. Each variant's
+rankings (the whole database, best first) are scored by
+:func:`vlad.evaluation.evaluate`: mAP (revisitop's), Recall@1, @5 and @10,
+overall and per tag (tier and family), and the step-wise mAP beside it.
+
+A new method plugs in as one more entry::
+
+    VARIANTS["mine"] = Variant("what it is", setup_mine, search_mine)
+
+with ``setup_mine(prepared) -> state`` and ``search_mine(prepared, state)``
+returning query name -> database names, best first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import vlad
+from benchmarks.report import machine_info
+from vlad.core.codebook import DEFAULT_N_CLUSTERS
+from vlad.evaluation import Evaluation, evaluate, load_ground_truth
+from vlad.formats.files import atomic_write
+from vlad.search import QueryExpansion, VectorIndex, build_index
+from vlad.search.reranking import rerank_spatially
+
+__all__ = [
+    "KS",
+    "VARIANTS",
+    "Prepared",
+    "Variant",
+    "main",
+    "prepare",
+    "run_variant",
+    "step_average_precision",
+    "step_map",
+]
+
+#: Cut-offs of Recall@k.
+KS = (1, 5, 10)
+#: PCA-whitening dimension of the ``pca-128`` variant.
+PCA_DIMENSION = 128
+
+
+@dataclass
+class Prepared:
+    """The descriptors and ground truth of one benchmark folder, and the
+    vectors made from them so far.
+
+    Attributes
+    ----------
+    descriptors : vlad.DescriptorSets
+        Every image of the folder (the database), named relative to
+        ``DATASET/images``; the queries are among them.
+    ground_truth : dict of str to QueryTruth
+    queries : list of str
+        The ground truth's queries.
+    n_jobs : int or None
+        Threads of k-means, encoding and spatial verification.
+    seconds : dict of str to float
+        Time of each shared step (descriptors, each codebook, each encoding).
+    """
+
+    descriptors: vlad.DescriptorSets
+    ground_truth: dict
+    queries: list[str]
+    n_jobs: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    _codebooks: dict = field(default_factory=dict, repr=False)
+    _vectors: dict = field(default_factory=dict, repr=False)
+
+    def codebook(self, clusters: int = DEFAULT_N_CLUSTERS) -> vlad.Codebook:
+        """A codebook of ``clusters`` centres fitted on every database
+        descriptor (sample and seed as ``vlad fit``), fitted once."""
+        if clusters not in self._codebooks:
+            start = time.perf_counter()
+            self._codebooks[clusters] = vlad.fit_codebook(
+                self.descriptors, clusters, n_jobs=self.n_jobs
+            )
+            self.seconds[f"codebook K={clusters}"] = time.perf_counter() - start
+        return self._codebooks[clusters]
+
+    def vectors(
+        self,
+        clusters: int = DEFAULT_N_CLUSTERS,
+        options: vlad.EncodingOptions | None = None,
+    ) -> np.ndarray:
+        """The database's VLAD vectors with :meth:`codebook` ``(clusters)``,
+        made once per ``(clusters, options)``.
+
+        Returns
+        -------
+        ndarray of shape (n_images, clusters * n_features)
+        """
+        options = options or vlad.EncodingOptions()
+        key = (clusters, options)
+        if key not in self._vectors:
+            codebook = self.codebook(clusters)
+            start = time.perf_counter()
+            self._vectors[key] = vlad.encode(
+                self.descriptors, codebook, options, n_jobs=self.n_jobs
+            )
+            label = f"encoding K={clusters}{_changes(options)}"
+            self.seconds[label] = time.perf_counter() - start
+        return self._vectors[key]
+
+    def query_rows(self) -> np.ndarray:
+        """Rows of :attr:`descriptors` of the queries, in :attr:`queries`' order."""
+        rows = {name: row for row, name in enumerate(self.descriptors.names)}
+        return np.array([rows[name] for name in self.queries], dtype=np.int64)
+
+
+def _changes(options: vlad.EncodingOptions) -> str:
+    """The options that differ from the defaults, as ``", power=0.5"``."""
+    default = vlad.EncodingOptions()
+    return "".join(
+        f", {item.name}={getattr(options, item.name)!r}"
+        for item in dataclasses.fields(options)
+        if getattr(options, item.name) != getattr(default, item.name)
+    )
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A way to search, by name in :data:`VARIANTS`.
+
+    Attributes
+    ----------
+    description : str
+        One line for the page.
+    setup : callable
+        ``setup(prepared) -> state``: what the search needs, built offline.
+    search : callable
+        ``search(prepared, state) -> rankings``: query name to database
+        names, best first, for every query of ``prepared.queries``.
+    """
+
+    description: str
+    setup: Callable[[Prepared], Any]
+    search: Callable[[Prepared, Any], Mapping[str, Sequence[str]]]
+
+
+@dataclass
+class Indexed:
+    """An index of the database's vectors and the queries' vectors."""
+
+    index: VectorIndex
+    query_vectors: np.ndarray
+
+
+def index_vectors(
+    prepared: Prepared,
+    *,
+    clusters: int = DEFAULT_N_CLUSTERS,
+    options: vlad.EncodingOptions | None = None,
+    pca: int | None = None,
+) -> Indexed:
+    """Exact index of the database's vectors (optionally PCA-whitened)."""
+    vectors = prepared.vectors(clusters, options)
+    index = build_index(vectors, prepared.descriptors.names, pca=pca)
+    return Indexed(index, vectors[prepared.query_rows()])
+
+
+def search_index(
+    prepared: Prepared,
+    indexed: Indexed,
+    *,
+    expansion: QueryExpansion | None = None,
+    depth: int | None = None,
+) -> dict[str, list[str]]:
+    """The whole database ranked for every query, as ``vlad search`` does:
+    optionally query expansion, then spatial verification of the first
+    ``depth`` (the query itself, first, among them)."""
+    results = indexed.index.search(
+        indexed.query_vectors,
+        indexed.index.n_images,
+        query_names=prepared.queries,
+        expansion=expansion,
+    )
+    if depth:
+        results = rerank_spatially(
+            results,
+            prepared.descriptors,
+            prepared.descriptors,
+            depth=depth,
+            n_jobs=prepared.n_jobs,
+        )
+    return results.rankings()
+
+
+def _variants() -> dict[str, Variant]:
+    k = DEFAULT_N_CLUSTERS
+    variants = {
+        "defaults": Variant(
+            f"vlad 0.4 defaults: RootSIFT, K={k}, power 1, intra and L2 "
+            "normalisation, exact search",
+            index_vectors,
+            search_index,
+        ),
+        "k64": Variant(
+            "K=64", functools.partial(index_vectors, clusters=64), search_index
+        ),
+        "k128": Variant(
+            "K=128", functools.partial(index_vectors, clusters=128), search_index
+        ),
+        "power-0.5": Variant(
+            "power normalisation 0.5 (signed square root)",
+            functools.partial(index_vectors, options=vlad.EncodingOptions(power=0.5)),
+            search_index,
+        ),
+        f"pca-{PCA_DIMENSION}": Variant(
+            f"PCA-whitening to {PCA_DIMENSION} dimensions, learnt on the database",
+            functools.partial(index_vectors, pca=PCA_DIMENSION),
+            search_index,
+        ),
+        "qe": Variant(
+            "alpha query expansion (3 neighbours, alpha 3: vlad search --rerank qe)",
+            index_vectors,
+            functools.partial(search_index, expansion=QueryExpansion()),
+        ),
+    }
+    for depth in (20, 50, 100):
+        variants[f"spatial-{depth}"] = Variant(
+            f"spatial verification of the top {depth} (vlad search --rerank "
+            f"spatial --rerank-depth {depth})",
+            index_vectors,
+            functools.partial(search_index, depth=depth),
+        )
+    return variants
+
+
+#: Name -> :class:`Variant`, in the order they run by default.
+VARIANTS: dict[str, Variant] = _variants()
+
+
+def step_average_precision(ranks: Sequence[int], n_relevant: int) -> float:
+    """Non-interpolated average precision: the mean over the relevant images
+    of the precision at each one's place (0 for those not found).
+
+    Parameters
+    ----------
+    ranks : sequence of int
+        Ascending places (from 0, junk removed) of the relevant images found.
+    n_relevant : int
+
+    Examples
+    --------
+    >>> step_average_precision([0, 2], 2)  # (1/1 + 2/3) / 2
+    0.8333333333333333
+    """
+    return math.fsum((j + 1) / (r + 1) for j, r in enumerate(ranks)) / n_relevant
+
+
+def step_map(evaluation: Evaluation) -> dict:
+    """Mean :func:`step_average_precision` of the counted queries, overall
+    (``"mean"``) and per tag (``"by_tag"``)."""
+
+    def mean(queries) -> float | None:
+        values = [
+            step_average_precision(query.ranks, query.n_relevant)
+            for query in queries
+            if query.counted
+        ]
+        return math.fsum(values) / len(values) if values else None
+
+    return {
+        "mean": mean(evaluation.queries),
+        "by_tag": {
+            tag: mean(query for query in evaluation.queries if tag in query.tags)
+            for tag in evaluation.tags
+        },
+    }
+
+
+def run_variant(prepared: Prepared, name: str) -> dict:
+    """Set up, search and evaluate one variant of :data:`VARIANTS`.
+
+    Returns
+    -------
+    dict
+        ``variant``, ``description``, ``setup_seconds``, ``search_seconds``,
+        ``ms_per_query`` (wall clock), ``cpu_ms_per_query`` (CPU time of the
+        process's threads), ``load_average`` (the machine's over the last
+        minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`) and
+        ``step_map``.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a variant.
+    """
+    if name not in VARIANTS:
+        raise ValueError(f"Unknown variant {name!r}; expected one of {list(VARIANTS)}")
+    variant = VARIANTS[name]
+    before = sum(prepared.seconds.values())
+    start = time.perf_counter()
+    state = variant.setup(prepared)
+    # Codebooks and vectors shared with other variants are preparation.
+    setup_seconds = (
+        time.perf_counter() - start - (sum(prepared.seconds.values()) - before)
+    )
+    start, cpu_start = time.perf_counter(), time.process_time()
+    rankings = variant.search(prepared, state)
+    search_seconds = time.perf_counter() - start
+    # CPU time of every thread: what a query costs, however busy the machine.
+    cpu_seconds = time.process_time() - cpu_start
+    evaluation = evaluate(rankings, prepared.ground_truth, ks=KS)
+    return {
+        "variant": name,
+        "description": variant.description,
+        "setup_seconds": setup_seconds,
+        "search_seconds": search_seconds,
+        "ms_per_query": 1000 * search_seconds / len(prepared.queries),
+        "cpu_ms_per_query": 1000 * cpu_seconds / len(prepared.queries),
+        # How busy the machine was: the wall clock means little without it.
+        "load_average": os.getloadavg()[0],
+        "evaluation": evaluation.to_dict(),
+        "step_map": step_map(evaluation),
+    }
+
+
+def _image_names(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.iterdir() if path.is_file())
+
+
+def prepare(
+    dataset: Path,
+    work: Path,
+    *,
+    descriptors: Path | None = None,
+    n_jobs: int | None = None,
+) -> Prepared:
+    """Read (or extract once into ``work``) the descriptors of every image,
+    and the ground truth.
+
+    Raises
+    ------
+    ValueError
+        ``descriptors`` are not of the folder's images.
+    """
+    images = dataset / "images"
+    cache = work / "descriptors.npz"
+    seconds = {}
+    start = time.perf_counter()
+    if descriptors is not None:
+        sets = vlad.DescriptorSets.load(descriptors)
+    elif cache.exists():
+        sets = vlad.DescriptorSets.load(cache)
+    else:
+        sets, _ = vlad.extract_images(images, n_jobs=n_jobs)
+        work.mkdir(parents=True, exist_ok=True)
+        sets.save(cache)
+    seconds["descriptors"] = time.perf_counter() - start
+    expected = _image_names(images)
+    if sorted(sets.names) != expected:
+        missing = sorted(set(expected) - set(sets.names))
+        extra = sorted(set(sets.names) - set(expected))
+        raise ValueError(
+            f"the descriptors {descriptors or cache} are not of the {len(expected)} "
+            f"images of {images}: "
+            + (f"{missing[0]!r} has none" if missing else f"{extra[0]!r} is not there")
+        )
+    if sets.keypoints is None:
+        raise ValueError(
+            f"the descriptors {descriptors or cache} hold no keypoints; spatial "
+            "verification needs them (vlad extract keeps them)"
+        )
+    truth = load_ground_truth(dataset / "ground_truth.json")
+    return Prepared(sets, truth, list(truth), n_jobs, seconds)
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def format_line(row: dict) -> str:
+    """One variant's overall figures on one line."""
+    mean = row["evaluation"]["mean"]
+    return (
+        f"{row['variant']}: mAP {_percent(mean['mAP'])}, R@1 "
+        f"{_percent(mean['recall@1'])}, R@5 {_percent(mean['recall@5'])}, "
+        f"{row['ms_per_query']:.2f} ms/query"
+    )
+
+
+def _dataset_record(dataset: Path) -> dict | None:
+    path = dataset / "dataset.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return {key: record.get(key) for key in ("format_version", "manifest", "counts")}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.realviews.run",
+        description="Evaluate search variants on a real-view benchmark folder.",
+    )
+    parser.add_argument("dataset", type=Path, metavar="DATASET")
+    parser.add_argument(
+        "--work", type=Path, help="where descriptors are kept (default: DATASET/work)"
+    )
+    parser.add_argument(
+        "--descriptors", type=Path, metavar="PATH",
+        help="a vlad extract file of DATASET/images to use instead",
+    )  # fmt: skip
+    parser.add_argument(
+        "--variant", action="extend", nargs="+", choices=list(VARIANTS),
+        metavar="NAME",
+        help=f"one or more (default: all: {', '.join(VARIANTS)})",
+    )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=None, help="default: every core")
+    parser.add_argument("--json", type=Path, metavar="PATH")
+    arguments = parser.parse_args(argv)
+    names = arguments.variant or list(VARIANTS)
+    try:
+        prepared = prepare(
+            arguments.dataset,
+            arguments.work or arguments.dataset / "work",
+            descriptors=arguments.descriptors,
+            n_jobs=arguments.jobs,
+        )
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    report = {
+        "machine": machine_info(),
+        "dataset": _dataset_record(arguments.dataset),
+        "descriptors": prepared.descriptors.metadata,
+        "n_images": len(prepared.descriptors),
+        "n_queries": len(prepared.queries),
+        "command": shlex.join(
+            ["python", "-m", "benchmarks.realviews.run", *(argv or sys.argv[1:])]
+        ),
+        "settings": {"variant": names, "jobs": arguments.jobs},
+        "preparation_seconds": prepared.seconds,
+        "variants": [],
+    }
+    for name in names:
+        row = run_variant(prepared, name)
+        report["variants"].append(row)
+        print(format_line(row), flush=True)
+        if arguments.json:
+            # Written after each variant: a long run keeps what it measured.
+            text = json.dumps(report, indent=1, default=str) + "\n"
+            with atomic_write(arguments.json) as handle:
+                handle.write(text.encode("utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

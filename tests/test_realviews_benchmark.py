@@ -1,0 +1,568 @@
+"""The real-view benchmark: its builder (a tiny manifest over a git repository
+and a Debian package made here), its leave-one-out scoring, its aggregation
+per tier and per family, its runner and its page."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import vlad
+from benchmarks.realviews.build import (
+    build_dataset,
+    find_git_dir,
+    ground_truth,
+    main,
+    read_deb_files,
+)
+from benchmarks.realviews.page import merge_records, render_page
+from benchmarks.realviews.run import (
+    VARIANTS,
+    Prepared,
+    Variant,
+    run_variant,
+    step_average_precision,
+    step_map,
+)
+from benchmarks.realviews.run import main as run_main
+from benchmarks.report import machine_info
+from vlad.evaluation import evaluate
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(folder: Path, *arguments: str) -> str:
+    completed = subprocess.run(
+        ["git", "-C", str(folder), *arguments],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            "GIT_AUTHOR_NAME": "a",
+            "GIT_AUTHOR_EMAIL": "a@example.org",
+            "GIT_COMMITTER_NAME": "a",
+            "GIT_COMMITTER_EMAIL": "a@example.org",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "HOME": str(folder),
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+        },
+    )
+    return completed.stdout.strip()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# Pinned files and what a later commit changes.
+PINNED = {"a/1.jpg": b"scene one, first view", "a/2.jpg": b"scene one, second"}
+LATER = {"a/1.jpg": b"rewritten later", "b/3.png": b"scene two", "b/4.png": b"two"}
+
+
+@pytest.fixture
+def repository(tmp_path):
+    """``tmp_path/repos/owner/name``: a clone with two commits; the first's id."""
+    folder = tmp_path / "repos" / "owner" / "name"
+    folder.mkdir(parents=True)
+    git(folder, "init", "-q")
+    for path, data in PINNED.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    git(folder, "add", ".")
+    git(folder, "commit", "-q", "-m", "first")
+    pinned = git(folder, "rev-parse", "HEAD")
+    for path, data in LATER.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    git(folder, "add", ".")
+    git(folder, "commit", "-q", "-m", "second")
+    return folder, pinned
+
+
+def make_manifest(path: Path, commit: str, images: list[dict]) -> Path:
+    manifest = {
+        "format": "real-view retrieval manifest",
+        "version": 1,
+        "sources": {
+            "repo": {
+                "kind": "git",
+                "repo": "owner/name",
+                "commit": commit,
+                "licence": "test",
+            },
+        },
+        "scenes": {
+            "one": {"family": "walkaround", "tier": "standard", "what_changes": "v"},
+            "two": {"family": "planar", "tier": "extreme", "what_changes": "w"},
+        },
+        "images": images,
+    }
+    path.write_text(json.dumps(manifest))
+    return path
+
+
+def image(name, path, data, scene):
+    return {
+        "name": f"images/{name}",
+        "source": "repo",
+        "path": path,
+        "sha256": sha256(data),
+        "scene": scene,
+    }
+
+
+def tiny_images():
+    return [
+        image("0000.jpg", "a/1.jpg", PINNED["a/1.jpg"], "one"),  # pinned, not HEAD
+        image("0001.png", "b/3.png", LATER["b/3.png"], "two"),  # HEAD only
+        image("0002.jpg", "a/2.jpg", PINNED["a/2.jpg"], "one"),
+        image("0003.png", "b/4.png", LATER["b/4.png"], "two"),
+        image("0004.png", "b/4.png", LATER["b/4.png"], None),  # a distractor
+    ]
+
+
+@needs_git
+def test_build_writes_the_pinned_bytes_and_the_leave_one_out_truth(
+    tmp_path, repository
+):
+    _, pinned = repository
+    manifest = make_manifest(tmp_path / "manifest.json", pinned, tiny_images())
+    out = tmp_path / "bench"
+    record = build_dataset(out, repos=tmp_path / "repos", manifest=manifest)
+    assert (out / "images/0000.jpg").read_bytes() == PINNED["a/1.jpg"]
+    assert (out / "images/0003.png").read_bytes() == LATER["b/4.png"]
+    assert sorted(p.name for p in (out / "images").iterdir()) == [
+        "0000.jpg",
+        "0001.png",
+        "0002.jpg",
+        "0003.png",
+        "0004.png",
+    ]
+    truth = json.loads((out / "ground_truth.json").read_text())
+    assert truth == {
+        "0000.jpg": {
+            "relevant": ["0002.jpg"],
+            "junk": ["0000.jpg"],
+            "tags": ["walkaround", "standard"],
+        },
+        "0001.png": {
+            "relevant": ["0003.png"],
+            "junk": ["0001.png"],
+            "tags": ["planar", "extreme"],
+        },
+        "0002.jpg": {
+            "relevant": ["0000.jpg"],
+            "junk": ["0002.jpg"],
+            "tags": ["walkaround", "standard"],
+        },
+        "0003.png": {
+            "relevant": ["0001.png"],
+            "junk": ["0003.png"],
+            "tags": ["planar", "extreme"],
+        },
+    }
+    vlad.evaluation.load_ground_truth(out / "ground_truth.json")
+    assert record["counts"] == {
+        "images": 5,
+        "scene_images": 4,
+        "distractors": 1,
+        "scenes": 2,
+        "queries": 4,
+        "queries_by_family": {"planar": 2, "walkaround": 2},
+        "queries_by_tier": {"extreme": 2, "standard": 2},
+    }
+    assert record["sources"]["repo"]["read_at_head"] == 3  # 0001, 0003, 0004
+    assert json.loads((out / "dataset.json").read_text()) == record
+    assert not (tmp_path / "bench.partial").exists()
+
+
+@needs_git
+def test_an_absent_commit_falls_back_to_head_and_the_sha256_decides(
+    tmp_path, repository
+):
+    images = [
+        image("0000.jpg", "a/2.jpg", PINNED["a/2.jpg"], "one"),  # same at HEAD
+        image("0001.jpg", "a/1.jpg", LATER["a/1.jpg"], "one"),
+    ]
+    manifest = make_manifest(tmp_path / "manifest.json", "0" * 40, images)
+    record = build_dataset(
+        tmp_path / "out", repos=tmp_path / "repos", manifest=manifest
+    )
+    assert record["sources"]["repo"]["read_at_head"] == 2
+    assert (tmp_path / "out/images/0001.jpg").read_bytes() == LATER["a/1.jpg"]
+
+
+@needs_git
+def test_a_sha256_mismatch_is_one_line_naming_the_file(tmp_path, repository, capsys):
+    _, pinned = repository
+    images = tiny_images()
+    images[2]["sha256"] = sha256(b"something else")
+    manifest = make_manifest(tmp_path / "manifest.json", pinned, images)
+    out = tmp_path / "bench"
+    with pytest.raises(ValueError, match=r"^images/0002.jpg \(repo: a/2.jpg\) has "):
+        build_dataset(out, repos=tmp_path / "repos", manifest=manifest)
+    arguments = [
+        str(out),
+        "--repos",
+        str(tmp_path / "repos"),
+        "--manifest",
+        str(manifest),
+    ]
+    assert main(arguments) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "images/0002.jpg" in error
+    assert not out.exists() and not (tmp_path / "bench.partial").exists()
+
+
+@needs_git
+def test_a_file_missing_from_its_source_is_named(tmp_path, repository):
+    _, pinned = repository
+    images = [*tiny_images(), image("0005.jpg", "c/gone.jpg", b"x", None)]
+    manifest = make_manifest(tmp_path / "manifest.json", pinned, images)
+    with pytest.raises(
+        ValueError,
+        match=r"^images/0005.jpg \(repo: c/gone.jpg\) is "
+        "missing from its source$",
+    ):
+        build_dataset(tmp_path / "out", repos=tmp_path / "repos", manifest=manifest)
+
+
+@needs_git
+def test_an_existing_folder_is_kept_without_overwrite(tmp_path, repository):
+    _, pinned = repository
+    manifest = make_manifest(tmp_path / "manifest.json", pinned, tiny_images())
+    out = tmp_path / "bench"
+    out.mkdir()
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        build_dataset(out, repos=tmp_path / "repos", manifest=manifest)
+    build_dataset(out, repos=tmp_path / "repos", manifest=manifest, overwrite=True)
+    assert (out / "images/0000.jpg").is_file()
+
+
+@needs_git
+def test_repositories_are_found_in_every_layout(tmp_path, repository):
+    clone, _ = repository
+    repos = tmp_path / "layouts"
+    repos.mkdir()
+    assert find_git_dir(tmp_path / "repos", "owner/name") == clone / ".git"
+    subprocess.run(
+        [
+            "git",
+            "clone",
+            "-q",
+            "--bare",
+            str(clone),
+            str(repos / "owner+name" / "repo"),
+        ],
+        check=True,
+    )
+    assert find_git_dir(repos, "owner/name") == repos / "owner+name" / "repo"
+    shutil.move(repos / "owner+name" / "repo", repos / "name")
+    assert find_git_dir(repos, "owner/name") == repos / "name"
+    with pytest.raises(
+        FileNotFoundError, match="no copy of owner/other in .*git clone"
+    ):
+        find_git_dir(repos, "owner/other")
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
+def test_a_debian_package_is_read_and_checked(tmp_path):
+    root = tmp_path / "package"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN/control").write_text(
+        "Package: photos\nVersion: 1.0-1\nArchitecture: all\n"
+        "Maintainer: a <a@example.org>\nDescription: test\n"
+    )
+    photo = root / "usr/share/photos/p.jpg"
+    photo.parent.mkdir(parents=True)
+    photo.write_bytes(b"a photograph")
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    deb = debs / "photos_1.0-1_all.deb"
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)],
+        check=True,
+        capture_output=True,
+    )
+    path = "./usr/share/photos/p.jpg"
+    assert read_deb_files(deb, [path, "./usr/none"]) == {path: b"a photograph"}
+    manifest = {
+        "format": "real-view retrieval manifest",
+        "version": 1,
+        "sources": {
+            "d": {
+                "kind": "deb",
+                "package": "photos",
+                "version": "1.0-1",
+                "licence": "test",
+            }
+        },
+        "scenes": {"s": {"family": "planar", "tier": "standard"}},
+        "images": [
+            {
+                "name": "images/0.jpg",
+                "source": "d",
+                "path": path,
+                "sha256": sha256(b"a photograph"),
+                "scene": "s",
+            }
+        ],
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    record = build_dataset(
+        tmp_path / "out", debs=debs, manifest=tmp_path / "manifest.json"
+    )
+    assert (tmp_path / "out/images/0.jpg").read_bytes() == b"a photograph"
+    assert record["counts"]["queries"] == 1
+
+
+# Scoring: leave-one-out on hand-made rankings.
+
+SCENES = {
+    "s": {"family": "walkaround", "tier": "standard"},
+    "t": {"family": "planar", "tier": "extreme"},
+}
+MEMBERS = {"a": "s", "b": "s", "c": "s", "d": "t", "e": "t", "x": None, "y": None}
+MANIFEST = {
+    "scenes": SCENES,
+    "images": [{"name": f"images/{n}", "scene": s} for n, s in MEMBERS.items()],
+}
+
+
+def test_the_query_itself_does_not_count_wherever_it_is():
+    truth = ground_truth(MANIFEST)
+    # a: relevant b and c. Its own place changes nothing; with it taken out,
+    # b is at place 2 and c at 3 (from 1).
+    rankings = {
+        "a": ["a", "x", "b", "c", "d", "e", "y"],
+        "b": ["x", "b", "a", "y", "c", "d", "e"],
+        "c": ["y", "x", "d", "e", "a", "b", "c"],
+        "d": ["d", "e", "a", "b", "c", "x", "y"],
+        "e": ["a", "b", "c", "x", "y", "d", "e"],
+    }
+    evaluation = evaluate(rankings, truth, ks=(1, 5))
+    scores = {query.query: query.scores for query in evaluation.queries}
+    # revisitop's trapezoid: relevant j (from 0) at place r adds
+    # (j / r + (j + 1) / (r + 1)) / 2, with j / r = 1 at r = 0.
+    assert scores["a"]["AP"] == pytest.approx(((0 + 1 / 2) + (1 / 2 + 2 / 3)) / 4)
+    assert scores["b"]["AP"] == pytest.approx(((0 + 1 / 2) + (1 / 3 + 2 / 4)) / 4)
+    assert scores["c"]["AP"] == pytest.approx(((0 + 1 / 5) + (1 / 5 + 2 / 6)) / 4)
+    assert scores["d"]["AP"] == 1.0
+    assert scores["e"]["AP"] == pytest.approx((0 + 1 / 6) / 2)
+    assert [scores[q]["recall@1"] for q in "abcde"] == [0, 0, 0, 1, 0]
+    assert [scores[q]["recall@5"] for q in "abcde"] == [1, 1, 1, 1, 0]
+    steps = {
+        q.query: step_average_precision(q.ranks, q.n_relevant)
+        for q in evaluation.queries
+    }
+    assert steps["a"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert steps["c"] == pytest.approx((1 / 5 + 2 / 6) / 2)
+    assert steps["e"] == pytest.approx(1 / 6)
+
+
+def brute_force_step_ap(ranking, relevant, query):
+    """Precision at each relevant image of the ranking without the query,
+    averaged over all relevant images: a plain loop."""
+    kept = [name for name in ranking if name != query]
+    total, found = 0.0, 0
+    for place, name in enumerate(kept, start=1):
+        if name in relevant:
+            found += 1
+            total += found / place
+    return total / len(relevant)
+
+
+@given(st.permutations(list(MEMBERS)), st.sampled_from("abcde"))
+def test_leave_one_out_scores_equal_a_plain_loop_without_the_query(order, query):
+    truth = ground_truth(MANIFEST)
+    relevant = set(truth[query]["relevant"])
+    with_query = evaluate({query: list(order)}, {query: truth[query]})
+    without = [name for name in order if name != query]
+    no_query = evaluate({query: without}, {query: truth[query]})
+    assert with_query.queries[0].scores == no_query.queries[0].scores
+    evaluated = with_query.queries[0]
+    assert step_average_precision(evaluated.ranks, evaluated.n_relevant) == (
+        pytest.approx(brute_force_step_ap(order, relevant, query))
+    )
+    first = next(i for i, name in enumerate(without) if name in relevant)
+    assert evaluated.scores["recall@1"] == float(first < 1)
+    assert evaluated.scores["recall@5"] == float(first < 5)
+
+
+def test_per_tier_and_per_family_means_by_hand():
+    truth = ground_truth(MANIFEST)
+    rankings = {
+        "a": ["b", "c", "a"],  # AP 1
+        "b": ["x", "a", "c"],  # a at 2, c at 3: (1/2 + 2/3) / 2 step-wise
+        "c": ["c", "y", "x", "a", "b"],  # a at 3, b at 4 (c removed)
+        "d": ["e"],  # AP 1
+        # e absent from the rankings: AP 0
+    }
+    evaluation = evaluate(rankings, truth, ks=(1, 5))
+    trapezoid = {
+        "a": 1.0,
+        "b": ((0 + 1 / 2) + (1 / 2 + 2 / 3)) / 4,
+        "c": ((0 + 1 / 3) + (1 / 3 + 2 / 4)) / 4,
+        "d": 1.0,
+        "e": 0.0,
+    }
+    steps = {
+        "a": 1.0,
+        "b": (1 / 2 + 2 / 3) / 2,
+        "c": (1 / 3 + 2 / 4) / 2,
+        "d": 1.0,
+        "e": 0.0,
+    }
+    by_tag = evaluation.by_tag
+    standard = ["a", "b", "c"]  # walkaround, standard
+    extreme = ["d", "e"]  # planar, extreme
+    for tags, queries in (
+        (("standard", "walkaround"), standard),
+        (("extreme", "planar"), extreme),
+    ):
+        for tag in tags:
+            assert by_tag[tag]["n_queries"] == len(queries)
+            assert by_tag[tag]["mAP"] == pytest.approx(
+                sum(trapezoid[q] for q in queries) / len(queries)
+            )
+            assert step_map(evaluation)["by_tag"][tag] == pytest.approx(
+                sum(steps[q] for q in queries) / len(queries)
+            )
+    assert by_tag["standard"]["recall@1"] == pytest.approx(1 / 3)
+    assert by_tag["extreme"]["recall@1"] == pytest.approx(1 / 2)
+    assert evaluation.mean["mAP"] == pytest.approx(sum(trapezoid.values()) / 5)
+    assert step_map(evaluation)["mean"] == pytest.approx(sum(steps.values()) / 5)
+
+
+# The runner: named variants on made-up descriptors.
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    rng = np.random.default_rng(0)
+    names = [f"{n:02d}.jpg" for n in range(12)]
+    arrays = [rng.random((60, 8), dtype=np.float32) for _ in names]
+    keypoints = [rng.random((60, 4), dtype=np.float32) for _ in names]
+    sets = vlad.DescriptorSets.from_list(arrays, names, keypoints=keypoints)
+    manifest = {
+        "scenes": SCENES,
+        "images": [
+            {"name": f"images/{n}", "scene": "st"[i % 2] if i < 6 else None}
+            for i, n in enumerate(names)
+        ],
+    }
+    truth = vlad.evaluation.ground_truth_from_mapping(ground_truth(manifest))
+    return Prepared(sets, truth, list(truth), n_jobs=1)
+
+
+@pytest.mark.parametrize("name", ["k64", "qe", "power-0.5"])
+def test_a_variant_ranks_the_whole_database_for_every_query(prepared, name):
+    row = run_variant(prepared, name)
+    evaluation = row["evaluation"]
+    assert evaluation["n_queries"] == 6 and not evaluation["missing_queries"]
+    assert set(evaluation["by_tag"]) == {"standard", "extreme", "walkaround", "planar"}
+    assert 0 <= evaluation["mean"]["mAP"] <= 1 and row["ms_per_query"] > 0
+    rankings = VARIANTS[name].search(prepared, VARIANTS[name].setup(prepared))
+    assert all(
+        sorted(ranking) == prepared.descriptors.names for ranking in rankings.values()
+    )
+
+
+def test_a_new_variant_plugs_in_by_name(prepared, monkeypatch):
+    # Each query ranks its scene's other image first, then the rest by name.
+    def perfect(prepared, state):
+        rankings = {}
+        for query, truth in prepared.ground_truth.items():
+            rest = [n for n in prepared.descriptors.names if n not in truth.relevant]
+            rankings[query] = [*truth.relevant, *rest]
+        return rankings
+
+    monkeypatch.setitem(VARIANTS, "perfect", Variant("oracle", lambda p: None, perfect))
+    row = run_variant(prepared, "perfect")
+    assert row["evaluation"]["mean"]["mAP"] == 1.0
+    assert row["step_map"]["mean"] == 1.0
+    with pytest.raises(ValueError, match="Unknown variant 'nothing'; expected one of"):
+        run_variant(prepared, "nothing")
+
+
+def test_the_page_has_every_variant_tier_and_family(prepared):
+    rows = [run_variant(prepared, name) for name in ("k64", "qe")]
+    record = {
+        "command": "python -m benchmarks.realviews.run DATASET",
+        "machine": machine_info(),
+        "dataset": None,
+        "descriptors": {},
+        "preparation_seconds": {"descriptors": 0.1},
+        "variants": rows,
+    }
+    page = render_page(record, ["results.json"])
+    assert "python -m benchmarks.realviews.run DATASET" in page
+    assert "| ms/query | CPU ms/query |" in page
+    assert "load average (1 minute) was" in page
+    for text in (
+        "`k64`",
+        "`qe`",
+        "standard (3) mAP",
+        "extreme (3) R@5",
+        "walkaround (3) mAP",
+        "planar (3) R@1",
+    ):
+        assert text in page
+
+
+def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
+    (tmp_path / "images").mkdir()
+    for name in ("0.jpg", "1.jpg"):
+        (tmp_path / "images" / name).write_bytes(b"")
+    (tmp_path / "ground_truth.json").write_text(
+        json.dumps({"0.jpg": {"relevant": ["1.jpg"], "junk": ["0.jpg"]}})
+    )
+    rng = np.random.default_rng(0)
+    sets = vlad.DescriptorSets.from_list(
+        [rng.random((3, 8)), rng.random((3, 8))],
+        ["0.jpg", "2.jpg"],
+        keypoints=[rng.random((3, 4)), rng.random((3, 4))],
+    )
+    sets.save(tmp_path / "descriptors.npz")
+    arguments = [str(tmp_path), "--descriptors", str(tmp_path / "descriptors.npz")]
+    assert run_main(arguments) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "'1.jpg' has none" in error
+
+
+def test_runs_merge_into_one_page(prepared):
+    first = {
+        "command": "run A",
+        "machine": {"cpu": "x"},
+        "dataset": None,
+        "n_images": 12,
+        "n_queries": 6,
+        "preparation_seconds": {},
+        "variants": [run_variant(prepared, name) for name in ("k64", "qe")],
+    }
+    again = run_variant(prepared, "k64")
+    again["description"] = "run again"
+    first["machine"] = {"cpu": "x", "thread_pools": ["a", "b"]}
+    second = first | {
+        "command": "run B",
+        "variants": [again],
+        "machine": {"cpu": "x", "thread_pools": ["b", "a"]},
+    }
+    merged = merge_records([first, second], ["a.json", "b.json"])
+    assert merged["commands"] == ["run A", "run B"]
+    assert [row["variant"] for row in merged["variants"]] == ["k64", "qe"]
+    assert merged["variants"][0]["description"] == "run again"
+    assert merged["variants"][0]["command"] == "run B"
+    assert merged["machines"] == [{"cpu": "x", "thread_pools": ["a", "b"]}]
+    assert merge_records([merged], ["m.json"]) == merged
+    other = second | {"n_queries": 5}
+    with pytest.raises(ValueError, match="^b.json measures another folder than a"):
+        merge_records([first, other], ["a.json", "b.json"])
