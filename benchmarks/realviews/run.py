@@ -54,6 +54,7 @@ from vlad.core.codebook import DEFAULT_N_CLUSTERS
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
 from vlad.formats.files import atomic_write
 from vlad.search import QueryExpansion, VectorIndex, build_index
+from vlad.search.asmk import ASMKIndex, build_asmk_index
 from vlad.search.reranking import rerank_spatially
 
 __all__ = [
@@ -72,6 +73,16 @@ __all__ = [
 KS = (1, 5, 10)
 #: PCA-whitening dimension of the ``pca-128`` variant.
 PCA_DIMENSION = 128
+#: Words of the ASMK variants' vocabulary.
+ASMK_WORDS = 4096
+#: vlad 0.4's spatial verification: Lowe's ratio test (brute-force matches of
+#: every keypoint), an affine transform by RANSAC, 8 inliers.
+SPATIAL_04 = {
+    "matching": "ratio",
+    "model": "affine",
+    "min_inliers": 8,
+    "max_keypoints": None,
+}
 
 
 @dataclass
@@ -199,16 +210,23 @@ def search_index(
     *,
     expansion: QueryExpansion | None = None,
     depth: int | None = None,
+    verification: Mapping[str, Any] | None = None,
 ) -> dict[str, list[str]]:
     """The whole database ranked for every query, as ``vlad search`` does:
     optionally query expansion, then spatial verification of the first
-    ``depth`` (the query itself, first, among them)."""
+    ``depth`` (the query itself, first, among them) with ``verification``'s
+    settings (default: the library's)."""
     results = indexed.index.search(
         indexed.query_vectors,
         indexed.index.n_images,
         query_names=prepared.queries,
         expansion=expansion,
     )
+    return _verified(prepared, results, depth, verification)
+
+
+def _verified(prepared: Prepared, results, depth, verification) -> dict:
+    """``results``' rankings after spatial verification of the first ``depth``."""
     if depth:
         results = rerank_spatially(
             results,
@@ -216,8 +234,32 @@ def search_index(
             prepared.descriptors,
             depth=depth,
             n_jobs=prepared.n_jobs,
+            **(verification or {}),
         )
     return results.rankings()
+
+
+def index_asmk(prepared: Prepared, *, binary: bool) -> ASMKIndex:
+    """ASMK (or, ``binary``, ASMK*) index of the database's descriptors with
+    a vocabulary of :data:`ASMK_WORDS` words fitted on them."""
+    codebook = prepared.codebook(ASMK_WORDS)
+    return build_asmk_index(prepared.descriptors, codebook, binary=binary)
+
+
+def search_asmk(
+    prepared: Prepared, index: ASMKIndex, *, depth: int | None = None
+) -> dict[str, list[str]]:
+    """The whole database ranked for every query by the ASMK kernel (five
+    words per query descriptor, as ``vlad search`` does), optionally
+    verified spatially."""
+    sets = prepared.descriptors
+    queries = vlad.DescriptorSets.from_list(
+        [sets[row] for row in prepared.query_rows()],
+        names=prepared.queries,
+        metadata=sets.metadata,
+    )
+    results = index.search(queries, index.n_images, query_names=prepared.queries)
+    return _verified(prepared, results, depth, None)
 
 
 def _variants() -> dict[str, Variant]:
@@ -252,11 +294,33 @@ def _variants() -> dict[str, Variant]:
         ),
     }
     for depth in (20, 50, 100):
+        variants[f"spatial-0.4-{depth}"] = Variant(
+            f"vlad 0.4's spatial verification of the top {depth} (ratio test, "
+            "affine RANSAC, 8 inliers: --matching ratio --geometry affine "
+            f"--min-inliers 8 --verify-keypoints 0 --rerank-depth {depth})",
+            index_vectors,
+            functools.partial(search_index, depth=depth, verification=SPATIAL_04),
+        )
+    for depth in (20, 50, 100):
         variants[f"spatial-{depth}"] = Variant(
             f"spatial verification of the top {depth} (vlad search --rerank "
-            f"spatial --rerank-depth {depth})",
+            f"spatial --rerank-depth {depth}: mutual nearest neighbours with "
+            "the ratio test, fundamental matrix by MAGSAC++)",
             index_vectors,
             functools.partial(search_index, depth=depth),
+        )
+    for binary, name, label in ((True, "asmk-star", "ASMK*"), (False, "asmk", "ASMK")):
+        variants[name] = Variant(
+            f"{label} over an inverted file, {ASMK_WORDS} words (vlad index "
+            f"--method asmk{'' if binary else ' --full'})",
+            functools.partial(index_asmk, binary=binary),
+            search_asmk,
+        )
+    for depth in (20, 50):
+        variants[f"asmk-spatial-{depth}"] = Variant(
+            f"ASMK, then spatial verification of the top {depth}",
+            functools.partial(index_asmk, binary=False),
+            functools.partial(search_asmk, depth=depth),
         )
     return variants
 

@@ -235,6 +235,7 @@ class ASMKIndex:
         parts = _parts(query_sets)
         results = []
         weights = self._word_weights()
+        name_array = np.array(self.names, dtype=object)
         for sets in parts:
             sets = self._checked_sets(sets, "query_sets")
             images, words, residuals = aggregate_residuals(
@@ -258,7 +259,9 @@ class ASMKIndex:
                 )
                 rows = best_rows(scores, has_words, min(k, stored))
                 results.extend(
-                    results_from_arrays([name], self.names, scores[None, rows], [rows])
+                    results_from_arrays(
+                        [name], name_array, scores[None, rows], rows[None, :]
+                    )
                 )
         if query_names is not None:
             query_names = _checked_names(query_names, len(results), 0)
@@ -490,26 +493,40 @@ def check_same_descriptors(expected: Mapping | None, given: Mapping | None, what
         )
 
 
+#: Images read at a time from descriptor sets read lazily (hloc's files).
+_PART_IMAGES = 256
+
+
+def _read_lazily(descriptor_sets) -> bool:
+    """Whether ``descriptor_sets`` is read from disk a part at a time: a
+    folder of shards, or hloc's local features."""
+    return not isinstance(descriptor_sets, DescriptorSets) and hasattr(
+        descriptor_sets, "between"
+    )
+
+
 def _parts(descriptor_sets) -> Iterator[DescriptorSets]:
-    """Descriptor sets a part at a time: a folder of shards shard by shard."""
+    """Descriptor sets a part at a time: a folder of shards shard by shard,
+    hloc's local features :data:`_PART_IMAGES` images at a time."""
     if hasattr(descriptor_sets, "n_shards"):
         for shard in range(descriptor_sets.n_shards):
             yield descriptor_sets.shard(shard)
+    elif _read_lazily(descriptor_sets):
+        for start in range(0, len(descriptor_sets), _PART_IMAGES):
+            yield descriptor_sets.between(start, start + _PART_IMAGES)
     else:
         yield as_descriptor_sets(descriptor_sets)
 
 
 def _parts_record(descriptor_sets) -> dict:
-    if hasattr(descriptor_sets, "n_shards"):
+    if _read_lazily(descriptor_sets):
         return dict(descriptor_sets.metadata)
     return dict(as_descriptor_sets(descriptor_sets).metadata)
 
 
 def _parts_names(descriptor_sets) -> list[str] | None:
     """The names of descriptor sets; None for bare arrays, which have none."""
-    if hasattr(descriptor_sets, "n_shards") or isinstance(
-        descriptor_sets, DescriptorSets
-    ):
+    if _read_lazily(descriptor_sets) or isinstance(descriptor_sets, DescriptorSets):
         return list(descriptor_sets.names)
     return None
 
