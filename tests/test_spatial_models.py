@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import vlad.search.spatial
+import vlad.search.matching
 from vlad.search.spatial import (
     EPIPOLAR_THRESHOLD,
     MATCHINGS,
@@ -61,7 +61,7 @@ def test_mutual_matches_are_those_of_a_plain_loop(
     query = rng.integers(0, 3, size=(n_query, n_features))
     descriptors = rng.integers(0, 3, size=(n_candidate, n_features))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vlad.search.spatial, "_PRODUCT_BLOCK", block)
+        patch.setattr(vlad.search.matching, "_PRODUCT_BLOCK", block)
         found = match_descriptors(query, descriptors, matching=matching, ratio=ratio)
     expected = reference_mutual(
         query, descriptors, ratio if matching == "mutual+ratio" else None

@@ -1,11 +1,12 @@
 """Spatial verification: re-rank candidates by geometrically consistent matches.
 
 A query's descriptors are matched to a candidate's (mutual nearest neighbours
-from one matrix product, or Lowe's ratio test), a geometric model is fitted to
-the matched keypoint positions by RANSAC (a fundamental matrix for 3-D scenes
-seen from elsewhere, a homography for planes, an affine transform or a
-similarity for copies), and the candidate scores the number of matches the
-model explains (its inliers). Candidates with at least ``min_inliers`` move to
+from one matrix product, or Lowe's ratio test: :mod:`vlad.search.matching`), a
+geometric model is fitted to the matched keypoint positions by RANSAC (a
+fundamental matrix for 3-D scenes seen from elsewhere, a homography for
+planes, an affine transform or a similarity for copies:
+:mod:`vlad.search.geometry`), and the candidate scores the number of matches
+the model explains (its inliers). Candidates with at least ``min_inliers`` move to
 the front, most inliers first (Philbin et al. 2007).
 
 OpenCV's RANSAC and MAGSAC draw their samples from a generator seeded afresh
@@ -25,8 +26,8 @@ References
 from __future__ import annotations
 
 import functools
-import math
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -35,6 +36,16 @@ from threadpoolctl import threadpool_limits
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
 from vlad.images.pool import map_in_order
+from vlad.search.geometry import (
+    DEFAULT_THRESHOLDS,
+    EPIPOLAR_THRESHOLD,
+    GEOMETRIC_MODELS,
+    MINIMAL_MATCHES,
+    POSITION_SIDE,
+    REPROJECTION_THRESHOLD,
+    fitter,
+)
+from vlad.search.matching import LOWE_RATIO, MATCHINGS, match_descriptors, matcher
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -52,9 +63,6 @@ __all__ = [
     "spatial_rerank",
 ]
 
-#: Lowe's ratio: a match is kept when its distance is below this fraction of
-#: the second-nearest neighbour's.
-LOWE_RATIO = 0.8
 #: Inliers a candidate needs to count as verified. Chosen on real photos of
 #: 3-D scenes (viewpoint, illumination and season changes; descriptors at
 #: ``max_side`` 1024) with the default matching, model and keypoints: at 10
@@ -63,20 +71,6 @@ LOWE_RATIO = 0.8
 #: verified fewer of the hard pairs (mAP 0.581 at 12, 0.568 at 15, against
 #: 0.595).
 MIN_INLIERS = 10
-#: Largest reprojection error, in pixels (see :data:`POSITION_SIDE`), of a
-#: match that a similarity, an affine transform or a homography explains.
-REPROJECTION_THRESHOLD = 8.0
-#: Largest distance, in pixels (see :data:`POSITION_SIDE`), of a match from
-#: the epipolar line a fundamental matrix puts it on, for an inlier. MAGSAC++
-#: weighs matches by their residuals up to it, so it matters little: 1, 2 and
-#: 4 pixels ranked 40 of the real photos' queries alike; 2 leaves a margin for
-#: keypoints found at coarse scales.
-EPIPOLAR_THRESHOLD = 2.0
-#: Keypoint positions are measured in pixels of the image scaled down so that
-#: its keypoints span at most this many pixels across (images extracted at
-#: ``max_side`` 1024, the default, keep their own pixels), so one threshold
-#: holds for photos of any size.
-POSITION_SIDE = 1024.0
 #: Keypoints of each image that verification matches at most: the largest.
 #: Matching costs the product of both images' counts. On real photos of 3-D
 #: scenes (198 queries, SIFT's 2,000 keypoints at ``max_side`` 1024, top 20)
@@ -85,170 +79,6 @@ POSITION_SIDE = 1024.0
 #: and fewer small ones leave fewer chance inliers), and the 512 largest
 #: worse (0.569).
 MAX_KEYPOINTS = 1024
-#: MAGSAC++ samples at most for a fundamental matrix. An unrelated pair draws
-#: them all, so its time grows in proportion; true pairs' ratio-tested mutual
-#: matches are mostly inliers, found in far fewer (on the real photos 2,000
-#: ranked as 1,000 did, in twice the time).
-FUNDAMENTAL_MAX_ITERATIONS = 1_000
-#: RANSAC samples at most; it stops earlier once confident. For 99.9%
-#: confidence, 3-match samples need about 6,900 draws at 10% inliers and 860
-#: at 20% (OpenCV's default of 2,000 gives up near 15%).
-RANSAC_MAX_ITERATIONS = 10_000
-#: Probability RANSAC aims for of having drawn one all-inlier sample.
-RANSAC_CONFIDENCE = 0.999
-#: Entries of the largest block of descriptor products held at once (64 MiB of
-#: float32): a query's descriptors meet a candidate's a block of rows at a time.
-_PRODUCT_BLOCK = 1 << 24
-
-
-def _fit_similarity(sources: np.ndarray, targets: np.ndarray, threshold: float):
-    """Inlier mask of a RANSAC rotation, uniform scale and translation."""
-    import cv2
-
-    return cv2.estimateAffinePartial2D(
-        sources,
-        targets,
-        method=cv2.RANSAC,
-        ransacReprojThreshold=threshold,
-        maxIters=RANSAC_MAX_ITERATIONS,
-        confidence=RANSAC_CONFIDENCE,
-    )[1]
-
-
-def _fit_affine(sources: np.ndarray, targets: np.ndarray, threshold: float):
-    """Inlier mask of a RANSAC affine transform (6 degrees of freedom)."""
-    import cv2
-
-    return cv2.estimateAffine2D(
-        sources,
-        targets,
-        method=cv2.RANSAC,
-        ransacReprojThreshold=threshold,
-        maxIters=RANSAC_MAX_ITERATIONS,
-        confidence=RANSAC_CONFIDENCE,
-    )[1]
-
-
-def _fit_homography(sources: np.ndarray, targets: np.ndarray, threshold: float):
-    """Inlier mask of a RANSAC homography (a plane seen in perspective)."""
-    import cv2
-
-    return cv2.findHomography(
-        sources,
-        targets,
-        cv2.RANSAC,
-        threshold,
-        maxIters=RANSAC_MAX_ITERATIONS,
-        confidence=RANSAC_CONFIDENCE,
-    )[1]
-
-
-def _fit_fundamental(sources: np.ndarray, targets: np.ndarray, threshold: float):
-    """Inlier mask of a MAGSAC++ fundamental matrix (a rigid 3-D scene seen
-    from two places)."""
-    import cv2
-
-    try:
-        return cv2.findFundamentalMat(
-            sources,
-            targets,
-            cv2.USAC_MAGSAC,
-            threshold,
-            RANSAC_CONFIDENCE,
-            FUNDAMENTAL_MAX_ITERATIONS,
-        )[1]
-    except cv2.error:
-        # OpenCV 4.x and 5.0 fail an assertion ("!model.empty()") on some
-        # degenerate sets of matches where no sample gives a model, instead
-        # of returning none.
-        return None
-
-
-#: Geometric models by name: each fits query positions to candidate positions
-#: and returns the inlier mask (None when no model fits).
-GEOMETRIC_MODELS = {
-    "fundamental": _fit_fundamental,
-    "homography": _fit_homography,
-    "affine": _fit_affine,
-    "similarity": _fit_similarity,
-}
-#: Matches each model needs at the least (its minimal sample; OpenCV's
-#: fundamental matrix from 7 matches may be any of three).
-_MINIMAL_MATCHES = {"similarity": 2, "affine": 3, "homography": 4, "fundamental": 8}
-#: Each model's threshold, in pixels, when none is given.
-DEFAULT_THRESHOLDS = {
-    "similarity": REPROJECTION_THRESHOLD,
-    "affine": REPROJECTION_THRESHOLD,
-    "homography": REPROJECTION_THRESHOLD,
-    "fundamental": EPIPOLAR_THRESHOLD,
-}
-
-
-def match_descriptors(
-    query_descriptors: ArrayLike,
-    descriptors: ArrayLike,
-    *,
-    matching: str = "mutual+ratio",
-    ratio: float = LOWE_RATIO,
-) -> np.ndarray:
-    """Pairs of matching descriptors of two images, at most one per descriptor
-    of either.
-
-    Parameters
-    ----------
-    query_descriptors : array-like of shape (n_query, n_features)
-    descriptors : array-like of shape (n_candidate, n_features)
-    matching : {"mutual+ratio", "mutual", "ratio"}, default="mutual+ratio"
-        How descriptors are paired (Euclidean distances; ties go to the lowest
-        index):
-
-        - ``"mutual"``: each query descriptor and its nearest candidate
-          descriptor, where the query descriptor is also the nearest of it.
-          Distances come from one matrix product, in float32.
-        - ``"mutual+ratio"``: those mutual pairs that also pass Lowe's ratio
-          test.
-        - ``"ratio"``: vlad 0.4's matching. Each query descriptor's two
-          nearest candidate descriptors are found (``cv2.BFMatcher``); it
-          matches the nearest when that is closer than ``ratio`` times the
-          second. A candidate descriptor matched by several query descriptors
-          keeps only the closest (ties: the lowest query index).
-
-        Both ratio tests need a second neighbour: a candidate with fewer than
-        2 descriptors has no matches.
-    ratio : float, default=LOWE_RATIO
-        In (0, 1]; lower keeps fewer, more distinctive matches. Unused by
-        ``"mutual"``.
-
-    Returns
-    -------
-    ndarray of int64 of shape (n_matches, 2)
-        ``[query_index, candidate_index]`` rows, by query index.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from vlad.search.spatial import match_descriptors
-    >>> candidate = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
-    >>> query = np.array([[9.0, 0.0], [5.0, 5.0], [0.0, 9.5], [0.5, 9.0]])
-    >>> match_descriptors(query, candidate).tolist()
-    [[0, 1], [1, 0], [2, 2]]
-    >>> match_descriptors(query, candidate, matching="ratio").tolist()
-    [[0, 1], [2, 2]]
-    """
-    match = _resolve_matching(matching)
-    ratio = _check_ratio(ratio)
-    query_descriptors = as_float_matrix(
-        query_descriptors, "query_descriptors", dtype=np.float32
-    )
-    descriptors = as_float_matrix(descriptors, "descriptors", dtype=np.float32)
-    if query_descriptors.shape[1] != descriptors.shape[1]:
-        raise ValueError(
-            f"query_descriptors have {query_descriptors.shape[1]} features but "
-            f"descriptors have {descriptors.shape[1]}; they must match"
-        )
-    check_finite(query_descriptors, "query_descriptors")
-    check_finite(descriptors, "descriptors")
-    return match(query_descriptors, descriptors, ratio)
 
 
 def count_inliers(
@@ -381,23 +211,33 @@ def inlier_matches(
     >>> extract = vlad.images.sift.extract_keypoints_with_options
     >>> query, candidate = extract(image, options), extract(rotated, options)
     >>> pairs = inlier_matches(*query, *candidate)
-    >>> len(pairs) == count_inliers(*query, *candidate)
+    >>> len(pairs) == count_inliers(*query, *candidate), len(pairs) > 200
+    (True, True)
+
+    Turned a quarter clockwise, (x, y) lands on (height - 1 - y, x). Nearly
+    all of the default fundamental matrix's inliers land there; it puts each
+    match only on a line, though, so a wrong match lying near its line counts
+    too. An affine transform puts each match at a point, and its inliers all
+    follow the rotation:
+
+    >>> import numpy as np
+    >>> def error(pairs):  # pixels from where the rotation puts each match
+    ...     x, y = query[0][pairs[:, 0], 0], query[0][pairs[:, 0], 1]
+    ...     moved = candidate[0][pairs[:, 1], :2]
+    ...     return np.hypot(moved[:, 0] - (image.shape[0] - 1 - y), moved[:, 1] - x)
+    >>> bool(np.mean(error(pairs) < 8) > 0.95)
     True
-    >>> # turned a quarter clockwise, (x, y) lands on (height - 1 - y, x)
-    >>> x, y = query[0][pairs[:, 0], 0], query[0][pairs[:, 0], 1]
-    >>> moved = candidate[0][pairs[:, 1], :2]
-    >>> bool(abs(moved[:, 0] - (image.shape[0] - 1 - y)).max() < 8)
+    >>> affine = inlier_matches(*query, *candidate, model="affine")
+    >>> bool(error(affine).max() < 8)
     True
     """
-    fit = _resolve_model(model)
-    match = _resolve_matching(matching)
-    ratio = _check_ratio(ratio)
-    threshold = _check_threshold(reprojection_threshold, model)
+    fit = fitter(model, reprojection_threshold)
+    match = matcher(matching, ratio)
     if min_matches is None:
-        min_matches = _MINIMAL_MATCHES[model]
+        min_matches = MINIMAL_MATCHES[model]
     else:
         min_matches = max(
-            check_positive_int(min_matches, "min_matches"), _MINIMAL_MATCHES[model]
+            check_positive_int(min_matches, "min_matches"), MINIMAL_MATCHES[model]
         )
     query_keypoints, query_descriptors = _check_image(
         query_keypoints, query_descriptors, "query_"
@@ -413,9 +253,7 @@ def inlier_matches(
         _prepared(query_keypoints, query_descriptors, max_keypoints),
         _prepared(keypoints, descriptors, max_keypoints),
         match=match,
-        ratio=ratio,
         fit=fit,
-        threshold=threshold,
         min_matches=min_matches,
     )
 
@@ -493,10 +331,8 @@ def spatial_rerank(
     >>> ranking.tolist(), bool(inliers[0] > 100), bool(inliers[1:].max() < 8)
     ([3, 0, 1, 2], True, True)
     """
-    fit = _resolve_model(model)
-    match = _resolve_matching(matching)
-    ratio = _check_ratio(ratio)
-    threshold = _check_threshold(reprojection_threshold, model)
+    fit = fitter(model, reprojection_threshold)
+    match = matcher(matching, ratio)
     min_inliers = check_positive_int(min_inliers, "min_inliers")
     max_keypoints = _check_max_keypoints(max_keypoints)
     if not isinstance(database, DescriptorSets):
@@ -535,10 +371,8 @@ def spatial_rerank(
         database=database,
         max_keypoints=max_keypoints,
         match=match,
-        ratio=ratio,
         fit=fit,
-        threshold=threshold,
-        min_matches=_MINIMAL_MATCHES[model],
+        min_matches=MINIMAL_MATCHES[model],
     )
     inliers = np.full(len(candidates), -1, dtype=np.int64)
     verified = candidates[: int(depth)].tolist()
@@ -585,10 +419,8 @@ def _inlier_matches(
     query: tuple[np.ndarray, np.ndarray, np.ndarray | None],
     candidate: tuple[np.ndarray, np.ndarray, np.ndarray | None],
     *,
-    match,
-    ratio: float,
-    fit,
-    threshold: float,
+    match: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    fit: Callable[[np.ndarray, np.ndarray], np.ndarray | None],
     min_matches: int,
 ) -> np.ndarray:
     """:func:`inlier_matches` of two images made by :func:`_prepared` from
@@ -596,10 +428,10 @@ def _inlier_matches(
     sample)."""
     (query_positions, query_descriptors, query_rows) = query
     (positions, descriptors, rows) = candidate
-    matches = match(query_descriptors, descriptors, ratio)
+    matches = match(query_descriptors, descriptors)
     if len(matches) < min_matches:
         return np.zeros((0, 2), dtype=np.int64)
-    mask = fit(query_positions[matches[:, 0]], positions[matches[:, 1]], threshold)
+    mask = fit(query_positions[matches[:, 0]], positions[matches[:, 1]])
     if mask is None:
         return np.zeros((0, 2), dtype=np.int64)
     inliers = matches[mask.ravel().astype(bool)]
@@ -610,131 +442,6 @@ def _inlier_matches(
     return inliers
 
 
-def _match_ratio(
-    query_descriptors: np.ndarray, descriptors: np.ndarray, ratio: float
-) -> np.ndarray:
-    """Lowe's ratio test by ``cv2.BFMatcher``, one match per candidate
-    descriptor (vlad 0.4's matching)."""
-    import cv2
-
-    if len(query_descriptors) == 0 or len(descriptors) < 2:
-        return np.zeros((0, 2), dtype=np.int64)
-    pairs = cv2.BFMatcher(cv2.NORM_L2).knnMatch(query_descriptors, descriptors, k=2)
-    kept = [
-        (nearest.distance, nearest.queryIdx, nearest.trainIdx)
-        for nearest, second in pairs
-        if nearest.distance < ratio * second.distance
-    ]
-    if not kept:
-        return np.zeros((0, 2), dtype=np.int64)
-    distances, query_rows, rows = (
-        np.array(column) for column in zip(*kept, strict=True)
-    )
-    closest_first = np.lexsort((query_rows, distances))
-    _, first = np.unique(rows[closest_first], return_index=True)
-    keep = np.sort(closest_first[first])
-    return np.stack([query_rows[keep], rows[keep]], axis=1).astype(np.int64)
-
-
-def _match_mutual(
-    query_descriptors: np.ndarray, descriptors: np.ndarray, ratio: float
-) -> np.ndarray:
-    """Mutual nearest neighbours (``ratio`` unused)."""
-    return _mutual_nearest(query_descriptors, descriptors, None)
-
-
-def _match_mutual_ratio(
-    query_descriptors: np.ndarray, descriptors: np.ndarray, ratio: float
-) -> np.ndarray:
-    """Mutual nearest neighbours that pass Lowe's ratio test."""
-    return _mutual_nearest(query_descriptors, descriptors, ratio)
-
-
-#: Descriptor matchings by name: each pairs checked float32 query and candidate
-#: descriptors given Lowe's ratio, as :func:`match_descriptors`.
-MATCHINGS = {
-    "mutual": _match_mutual,
-    "mutual+ratio": _match_mutual_ratio,
-    "ratio": _match_ratio,
-}
-
-
-def _mutual_nearest(
-    query_descriptors: np.ndarray, descriptors: np.ndarray, ratio: float | None
-) -> np.ndarray:
-    """``[i, j]`` where candidate row ``j`` is the nearest to query row ``i``
-    and ``i`` the nearest to ``j``; with ``ratio``, only where ``j`` is also
-    closer to ``i`` than ``ratio`` times the second-nearest candidate row.
-
-    Squared distances come from dot products, ``|q|^2 + |d|^2 - 2 q.d``,
-    a block of query rows at a time; where every row of a side has the same
-    norm (RootSIFT, unit SIFT) that side's norm drops out of the argmax.
-    """
-    n_query, n_candidate = len(query_descriptors), len(descriptors)
-    if n_query == 0 or n_candidate < (1 if ratio is None else 2):
-        return np.zeros((0, 2), dtype=np.int64)
-    query_norms = np.einsum("ij,ij->i", query_descriptors, query_descriptors)
-    norms = np.einsum("ij,ij->i", descriptors, descriptors)
-    # Half norms that change an argmax: None where all are equal.
-    half_norms = None if _same_norms(norms) else norms / 2
-    half_query_norms = None if _same_norms(query_norms) else query_norms / 2
-    nearest = np.empty(n_query, dtype=np.int64)
-    distances = np.empty((n_query, 2), dtype=np.float64)
-    column_best = np.full(n_candidate, -np.inf, dtype=np.float32)
-    column_nearest = np.zeros(n_candidate, dtype=np.int64)
-    rows = max(1, _PRODUCT_BLOCK // n_candidate)
-    transposed = descriptors.T
-    for start in range(0, n_query, rows):
-        stop = min(start + rows, n_query)
-        products = query_descriptors[start:stop] @ transposed
-        # Each candidate's nearest in this block; earlier blocks win ties.
-        scores = (
-            products
-            if half_query_norms is None
-            else products - half_query_norms[start:stop, None]
-        )
-        best_rows = scores.argmax(axis=0)
-        best = scores[best_rows, np.arange(n_candidate)]
-        better = best > column_best
-        column_best[better] = best[better]
-        column_nearest[better] = best_rows[better] + start
-        # Each query row's nearest: the largest q.d - |d|^2 / 2.
-        if half_norms is not None:
-            products -= half_norms
-        block = np.arange(stop - start)
-        nearest[start:stop] = products.argmax(axis=1)
-        first = products[block, nearest[start:stop]]
-        distances[start:stop, 0] = first
-        if ratio is not None:
-            products[block, nearest[start:stop]] = -np.inf
-            distances[start:stop, 1] = products.max(axis=1)
-    query_rows = np.flatnonzero(column_nearest[nearest] == np.arange(n_query))
-    if ratio is not None:
-        # Back from scores to squared distances: |q|^2 (+ |d|^2) - 2 score.
-        offset = query_norms[query_rows, None] + (
-            0.0 if half_norms is not None else norms[0]
-        )
-        squared = np.maximum(offset - 2.0 * distances[query_rows], 0.0)
-        first, second = np.sqrt(squared).T
-        query_rows = query_rows[first < ratio * second]
-    return np.stack([query_rows, nearest[query_rows]], axis=1)
-
-
-def _same_norms(norms: np.ndarray) -> bool:
-    """Whether squared norms are all equal to float32 precision."""
-    return bool(np.ptp(norms) <= 1e-6 * max(float(norms.max()), 1e-30))
-
-
-def _resolve_matching(matching: str):
-    """The matching function of a matching name."""
-    try:
-        return MATCHINGS[matching]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"Unknown matching {matching!r}; expected one of {sorted(MATCHINGS)}"
-        ) from None
-
-
 def _positions(keypoints: np.ndarray) -> np.ndarray:
     """Keypoint x and y, float32, scaled down so that they span at most
     :data:`POSITION_SIDE` pixels."""
@@ -743,16 +450,6 @@ def _positions(keypoints: np.ndarray) -> np.ndarray:
     if span > POSITION_SIDE:
         positions *= np.float32(POSITION_SIDE / span)
     return positions
-
-
-def _resolve_model(model: str):
-    """The fitting function of a model name."""
-    try:
-        return GEOMETRIC_MODELS[model]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"Unknown model {model!r}; expected one of {sorted(GEOMETRIC_MODELS)}"
-        ) from None
 
 
 def _check_max_keypoints(max_keypoints: int | None) -> int | None:
@@ -768,33 +465,6 @@ def _check_max_keypoints(max_keypoints: int | None) -> int | None:
             f"max_keypoints must be None or an integer >= 8; got {max_keypoints!r}"
         )
     return int(max_keypoints)
-
-
-def _check_ratio(ratio: float) -> float:
-    """``ratio`` as a float in (0, 1]."""
-    if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real):
-        raise TypeError(f"ratio must be a number in (0, 1]; got {ratio!r}")
-    if not 0.0 < ratio <= 1.0:
-        raise ValueError(f"ratio must be a number in (0, 1]; got {ratio!r}")
-    return float(ratio)
-
-
-def _check_threshold(threshold: float | None, model: str) -> float:
-    """``reprojection_threshold`` as a positive finite float; None is the
-    model's default."""
-    if threshold is None:
-        return DEFAULT_THRESHOLDS[model]
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-        raise TypeError(
-            f"reprojection_threshold must be a positive number of pixels; "
-            f"got {threshold!r}"
-        )
-    if not (threshold > 0.0 and math.isfinite(threshold)):
-        raise ValueError(
-            f"reprojection_threshold must be a positive number of pixels; "
-            f"got {threshold!r}"
-        )
-    return float(threshold)
 
 
 def _check_image(
