@@ -272,3 +272,19 @@ def test_spherical_lloyd_centres_are_unit_with_any_data(seed, n_clusters):
     training = unit_rows(rng.normal(size=(n_clusters + 10, 3)))
     centers = spherical_lloyd(training, n_clusters, 50, seed)
     np.testing.assert_allclose(np.linalg.norm(centers, axis=1), 1, rtol=1e-9)
+
+
+def test_faiss_large_vocabulary_is_seeded_by_faiss_and_reproducible():
+    """Above KMEANS_PLUSPLUS_MAX_CLUSTERS centres, faiss seeds from random rows:
+    the same seed gives the same words, and every word is a distinct centre
+    within the data's range."""
+    pytest.importorskip("faiss")
+    from vlad.core.kmeans import KMEANS_PLUSPLUS_MAX_CLUSTERS
+
+    n_clusters = KMEANS_PLUSPLUS_MAX_CLUSTERS + 1
+    data = np.random.default_rng(0).random((3 * n_clusters, 8), dtype=np.float32)
+    first = vlad.fit_codebook(data, n_clusters, backend="faiss", seed=3, max_iter=2)
+    again = vlad.fit_codebook(data, n_clusters, backend="faiss", seed=3, max_iter=2)
+    np.testing.assert_array_equal(first.centers, again.centers)
+    assert len(np.unique(first.centers, axis=0)) == n_clusters
+    assert first.centers.min() >= 0 and first.centers.max() <= 1

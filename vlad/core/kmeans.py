@@ -34,6 +34,12 @@ SKLEARN_MAX_ITER = 100
 FAISS_MAX_ITER = 25
 #: Rows per centre that the faiss back-end's k-means++ seeding looks at.
 SEEDING_ROWS_PER_CENTRE = 8
+#: Most centres the faiss back-end seeds by k-means++. Its greedy seeding
+#: grows with the square of the centres (8,192 words took over 11 CPU
+#: minutes on two cores, faiss's whole fit from random rows 2); merged
+#: clusters, what it guards against, happen with a few well-separated
+#: clusters, not with thousands of visual words.
+KMEANS_PLUSPLUS_MAX_CLUSTERS = 2048
 
 
 def unit_rows(descriptors: np.ndarray) -> np.ndarray:
@@ -183,7 +189,9 @@ def faiss_kmeans(
     n_threads: int | None,
 ) -> np.ndarray:
     """faiss's k-means (``faiss.Kmeans``: ``max_iter`` Lloyd's iterations in
-    float32) on every training row, seeded by k-means++.
+    float32) on every training row, seeded by k-means++ up to
+    ``KMEANS_PLUSPLUS_MAX_CLUSTERS`` centres and by random rows (faiss's own
+    seeding) above.
 
     faiss seeds with random rows by default, which on a few well-separated
     clusters often puts two centres in one and never recovers. The seeds
@@ -202,15 +210,17 @@ def faiss_kmeans(
     n_training, n_features = training.shape
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31 - 1))
-    from sklearn.cluster import kmeans_plusplus
+    seeds = None
+    if n_clusters <= KMEANS_PLUSPLUS_MAX_CLUSTERS:
+        from sklearn.cluster import kmeans_plusplus
 
-    rng = np.random.RandomState(seed)
-    n_seeding = max(1024, SEEDING_ROWS_PER_CENTRE * n_clusters)
-    candidates = training
-    if n_training > n_seeding:
-        candidates = training[np.sort(rng.choice(n_training, n_seeding, False))]
-    with _threadpool_limit(n_threads):
-        seeds, _ = kmeans_plusplus(candidates, n_clusters, random_state=rng)
+        rng = np.random.RandomState(seed)
+        n_seeding = max(1024, SEEDING_ROWS_PER_CENTRE * n_clusters)
+        candidates = training
+        if n_training > n_seeding:
+            candidates = training[np.sort(rng.choice(n_training, n_seeding, False))]
+        with _threadpool_limit(n_threads):
+            seeds, _ = kmeans_plusplus(candidates, n_clusters, random_state=rng)
     kmeans = faiss.Kmeans(
         n_features,
         n_clusters,
