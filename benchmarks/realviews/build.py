@@ -27,7 +27,8 @@ Every image of a scene is a query; its relevant images are the other images
 of its scene, and the query itself (in the database too: leave-one-out) is
 junk, so finding it neither helps nor costs. Its tags are its scene's family
 and tier. Names in ``ground_truth.json`` are relative to ``OUT/images``. The
-folder is built as ``OUT.partial`` and renamed to ``OUT`` when complete.
+folder is built hidden beside ``OUT`` and takes its place when complete
+(:func:`vlad.formats.folders.replace_folder`).
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from vlad.formats.folders import replace_folder
 
 __all__ = [
     "DEFAULT_DEB_CACHE",
@@ -452,7 +454,7 @@ def build_dataset(
     Parameters
     ----------
     out : path-like
-        The folder to create. It is built as ``out.partial`` and renamed.
+        The folder to create, built hidden beside it and renamed when complete.
     repos : path-like, optional
         A folder of clones or bare copies of the git sources (see
         :func:`find_git_dir`); needed when the manifest has git sources.
@@ -490,26 +492,12 @@ def build_dataset(
     _check(loaded, found)
     truth = ground_truth(loaded)
     record = _record(loaded, manifest_path, truth, revisions)
-    partial = out.with_name(out.name + ".partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    try:
+    with replace_folder(out, overwrite=overwrite) as partial:
         (partial / "images").mkdir(parents=True)
         for image in loaded["images"]:
             (partial / image["name"]).write_bytes(found[image["name"]])
         _write_json(partial / "ground_truth.json", truth)
         _write_json(partial / "dataset.json", record)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    if out.exists():
-        previous = out.with_name(out.name + ".previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        out.rename(previous)
-        partial.rename(out)
-        shutil.rmtree(previous)
-    else:
-        partial.rename(out)
     return record
 
 

@@ -34,8 +34,9 @@ Which photograph plays which part:
 
 Every image is shrunk so its longer side is at most ``max_side`` and stored
 as JPEG at :data:`~benchmarks.retrieval.transforms.STORED_QUALITY`; the
-queries are made from the shrunk original. The folder is built as
-``OUT.partial`` and renamed to ``OUT`` when complete.
+queries are made from the shrunk original. The folder is built
+hidden beside ``OUT`` and takes its place when complete
+(:func:`vlad.formats.folders.replace_folder`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ import argparse
 import collections
 import dataclasses
 import json
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +69,7 @@ from benchmarks.retrieval.transforms import (
     query_rng,
     resize_to_max_side,
 )
+from vlad.formats.folders import replace_folder
 
 __all__ = [
     "DEFAULT_SOURCES",
@@ -378,7 +379,7 @@ def build_dataset(
     Parameters
     ----------
     out : path-like
-        The folder to create. It is built as ``out.partial`` and renamed.
+        The folder to create, built hidden beside it and renamed when complete.
     sources : sequence of str or path-like, optional
         Names from :data:`DEFAULT_SOURCES` or folders of photographs (all of
         whose images are originals). Default: every one of
@@ -418,10 +419,7 @@ def build_dataset(
         distractors,
         max_side,
     )
-    partial = out.with_name(out.name + ".partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    try:
+    with replace_folder(out, overwrite=overwrite) as partial:
         counts = _write(partial, selection, seed, max_side)
         record = {
             "format_version": FORMAT_VERSION,
@@ -447,17 +445,6 @@ def build_dataset(
             "counts": counts,
         }
         _write_json(partial / "dataset.json", record)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    if out.exists():
-        previous = out.with_name(out.name + ".previous")
-        shutil.rmtree(previous, ignore_errors=True)
-        out.rename(previous)
-        partial.rename(out)
-        shutil.rmtree(previous)
-    else:
-        partial.rename(out)
     return record
 
 
