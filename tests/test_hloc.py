@@ -225,6 +225,27 @@ def test_fit_and_encode_match_the_same_descriptors_in_memory(features, tmp_path)
     )
 
 
+def test_an_asmk_index_of_local_features_matches_the_same_sets_in_memory(
+    features, monkeypatch
+):
+    """An ASMK index reads hloc's local features a part at a time (parts of
+    two images here) and scores as an index of the same sets in memory."""
+    from vlad.search import asmk
+
+    monkeypatch.setattr(asmk, "_PART_IMAGES", 2)
+    expected = reference_sets(features)
+    codebook = vlad.fit_codebook(expected, 8, n_jobs=1)
+    from_file = asmk.build_asmk_index(
+        hloc.open_local_features(features), codebook, binary=False
+    )
+    in_memory = asmk.build_asmk_index(expected, codebook, binary=False)
+    assert from_file.names == in_memory.names == expected.names
+    found, reference = from_file.search(expected, 3), in_memory.search(expected, 3)
+    assert found.rankings() == reference.rankings()
+    for ours, theirs in zip(found, reference, strict=True):
+        np.testing.assert_allclose(ours.scores, theirs.scores, rtol=1e-6)
+
+
 def test_a_codebook_of_another_dimension_or_kind_is_refused(features, tmp_path):
     other = tmp_path / "feats-disk.h5"
     write_local_features(other, NAMES[:2], n_features=32)
