@@ -20,6 +20,7 @@ from vlad.formats.files import check_format_version, read_numpy_file
 from vlad.formats.folders import replace_folder
 from vlad.search.asmk import ASMKIndex
 from vlad.search.asmk_kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.search.index_folders import folder_member, read_folder_json
 
 __all__ = ["FORMAT", "is_asmk_index", "load_asmk_index", "save_asmk_index"]
 
@@ -131,18 +132,8 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
 
 
 def _member(folder: Path, name: str) -> Path:
-    path = folder / name
-    if not path.is_file():
-        raise ValueError(f"{folder} is a damaged vlad ASMK index: no {name}")
-    return path
+    return folder_member(folder, name, "vlad ASMK index")
 
 
-def _read_json(folder: Path, name: str, kind: type):
-    path = _member(folder, name)
-    try:
-        value = json.loads(path.read_bytes())
-    except (ValueError, RecursionError) as error:
-        raise ValueError(f"{path} is damaged: {error}") from None
-    if not isinstance(value, kind):
-        raise ValueError(f"{path} is damaged: it holds a JSON {type(value).__name__}")
-    return value
+def _read_json(folder: Path, name: str, value_type: type):
+    return read_folder_json(folder, name, value_type, "vlad ASMK index")

@@ -24,6 +24,7 @@ from vlad.formats.folders import replace_folder
 from vlad.search.exact import ExactStore
 from vlad.search.expansion import QueryExpansion, augment_database, search_expanded
 from vlad.search.faiss_store import FaissStore
+from vlad.search.index_folders import folder_member, read_folder_json
 from vlad.search.results import (
     SearchResults,
     empty_result,
@@ -390,11 +391,11 @@ def load_index(
         if folder.exists():
             raise ValueError(f"{folder} is not a vlad index: it is not a folder")
         raise FileNotFoundError(f"no such index folder: {folder}")
-    record = _read_json(folder / "index.json", dict)
+    record = read_folder_json(folder, "index.json", dict, "vlad index")
     if record.get("format") != FORMAT:
         raise ValueError(f"{folder} is not a vlad index: index.json does not say so")
     check_format_version(folder, record, FORMAT, FORMAT_VERSION)
-    names = _read_json(folder / "names.json", list)
+    names = read_folder_json(folder, "names.json", list, "vlad index")
     factory = record.get("factory")
     if factory is None:
         store = ExactStore.load(
@@ -441,10 +442,7 @@ def load_index(
 
 def _member(folder: Path, name: str) -> Path:
     """The path of a file the index folder must hold."""
-    path = folder / name
-    if not path.is_file():
-        raise ValueError(f"{folder} is a damaged vlad index: no {name}")
-    return path
+    return folder_member(folder, name, "vlad index")
 
 
 def _augmentation(folder: Path, recorded) -> QueryExpansion | None:
@@ -456,17 +454,6 @@ def _augmentation(folder: Path, recorded) -> QueryExpansion | None:
         raise ValueError(
             f"{folder} is a damaged vlad index: augmentation={recorded!r}"
         ) from None
-
-
-def _read_json(path: Path, kind: type):
-    text = _member(path.parent, path.name).read_bytes()
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"{path} is damaged: {error}") from None
-    if not isinstance(value, kind):
-        raise ValueError(f"{path} is damaged: it holds a JSON {type(value).__name__}")
-    return value
 
 
 def _checked_vectors(values, name: str, n_features: int | None) -> np.ndarray:
