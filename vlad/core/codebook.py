@@ -126,8 +126,13 @@ class Codebook:
     def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
         """Write to an ``.npz`` file atomically; never pickles.
 
-        An existing file is replaced only with ``overwrite``, and never one
-        that appears while this one is written (``FileExistsError``).
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+        overwrite : bool, default=True
+            Replace an existing file; never one that appears while this one is
+            written (``FileExistsError``).
         """
         several = self.n_vocabularies > 1
         save_record_archive(
@@ -150,6 +155,11 @@ class Codebook:
     @classmethod
     def load(cls, path: str | os.PathLike) -> Codebook:
         """Read a codebook written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            An ``.npz`` file.
 
         Raises
         ------

@@ -191,6 +191,11 @@ class DescriptorSets:
         Files of every format version up to :data:`FORMAT_VERSION` load;
         keypoints come back when the file holds them.
 
+        Parameters
+        ----------
+        path : str or os.PathLike
+            An ``.npz`` file.
+
         Raises
         ------
         FileNotFoundError
@@ -231,8 +236,14 @@ class DescriptorSets:
         """Write to an ``.npz`` file atomically (temporary file, then rename).
 
         The ``keypoints`` member is written only when the sets hold keypoints.
-        An existing file is replaced only with ``overwrite``, and never one
-        that appears while this one is written (``FileExistsError``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+        overwrite : bool, default=True
+            Replace an existing file; never one that appears while this one is
+            written (``FileExistsError``).
         """
         record = {
             "format": "descriptor sets",
@@ -278,6 +289,11 @@ class DescriptorSets:
         Row ``i`` is where descriptor ``i`` of ``self[index]`` was taken: x, y,
         size, angle (see :data:`KEYPOINT_FIELDS`).
 
+        Parameters
+        ----------
+        index : int
+            The image.
+
         Raises
         ------
         ValueError
@@ -294,6 +310,13 @@ class DescriptorSets:
 
     def between(self, start: int, stop: int) -> DescriptorSets:
         """Images ``start`` to ``stop`` (excluded), their arrays views of these.
+
+        Parameters
+        ----------
+        start : int
+            The first image.
+        stop : int
+            The image after the last.
 
         Examples
         --------

@@ -154,6 +154,13 @@ class EncodingOptions:
         some of its fields. A new ``assignment`` without ``n_nearest`` takes
         that assignment's default ``n_nearest``.
 
+        Parameters
+        ----------
+        options : EncodingOptions, optional
+            The options to start from; default ``EncodingOptions()``.
+        **settings
+            Fields replacing those of ``options``.
+
         Raises
         ------
         TypeError
@@ -181,6 +188,13 @@ class EncodingOptions:
         """These options, checked for an encoder that sums residuals with one
         back-end (``"jax"``, ``"torch"``): its aggregator must be ``"auto"`` or
         that back-end's.
+
+        Parameters
+        ----------
+        backend : str
+            The back-end's aggregator, ``"jax"`` or ``"torch"``.
+        encoder : str
+            The encoder's name, for the message.
 
         Raises
         ------
@@ -236,6 +250,11 @@ class EncodingOptions:
     @classmethod
     def from_record(cls, record: Mapping) -> EncodingOptions:
         """The options a :meth:`record` describes (an aggregator by name).
+
+        Parameters
+        ----------
+        record : Mapping
+            What :meth:`record` returned.
 
         Raises
         ------

@@ -43,11 +43,12 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     n_clusters : int, default=DEFAULT_N_CLUSTERS
         Number of codebook centres K. With ``codebook`` given it must equal
         the codebook's number of centres (:meth:`from_codebook` sets it).
-    aggregator, power, intra, l2, mass, residual_norm, assignment, n_nearest, \
-            kernel_width
+    aggregator, power, intra, l2, mass, residual_norm
         The fields of :class:`vlad.EncodingOptions` (defaults ``"auto"``,
-        1.0, True, True, False, False, ``"hard"``, None, 1.0), one parameter
-        each so that grid searches can tune them.
+        1.0, True, True, False, False), one parameter each so that grid
+        searches can tune them.
+    assignment, n_nearest, kernel_width
+        Its fields of assignment likewise (defaults ``"hard"``, None, 1.0).
     sample : int or None, default=100_000
         :meth:`fit` runs k-means on at most this many descriptors drawn
         uniformly; ``None`` uses all of them. :meth:`partial_fit` uses every

@@ -103,6 +103,11 @@ def load_holidays_ground_truth(path: str | os.PathLike) -> dict[str, QueryTruth]
     ``vlad encode`` writes beside the database's vectors. Blank lines are
     skipped.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The text file.
+
     Raises
     ------
     FileNotFoundError

@@ -221,6 +221,17 @@ def recall_at_k(
     search find the scene in its top ``k``?), not the fraction of the
     relevant images found.
 
+    Parameters
+    ----------
+    ranking : sequence of str
+        Database image names, best first.
+    relevant : iterable of str
+        The query's relevant images.
+    k : int
+        How many places of the ranking count.
+    junk : iterable of str, default=()
+        Images that neither count nor cost: removed from the ranking.
+
     Returns
     -------
     float
@@ -255,6 +266,17 @@ def precision_at_k(
     by the place of the last relevant image instead where that is smaller
     than ``k``.)
 
+    Parameters
+    ----------
+    ranking : sequence of str
+        Database image names, best first.
+    relevant : iterable of str
+        The query's relevant images.
+    k : int
+        How many places of the ranking count.
+    junk : iterable of str, default=()
+        Images that neither count nor cost: removed from the ranking.
+
     Returns
     -------
     float
@@ -281,6 +303,15 @@ def reciprocal_rank(
     ranking: Sequence[str], relevant: Iterable[str], junk: Iterable[str] = ()
 ) -> float:
     """1 / the place (from 1) of the first relevant image; 0.0 when none is found.
+
+    Parameters
+    ----------
+    ranking : sequence of str
+        Database image names, best first.
+    relevant : iterable of str
+        The query's relevant images.
+    junk : iterable of str, default=()
+        Images that neither count nor cost: removed from the ranking.
 
     Returns
     -------

@@ -148,6 +148,11 @@ class Evaluation:
     def summary(self, queries: Iterable[QueryEvaluation]) -> dict:
         """Counts and mean metrics of some queries.
 
+        Parameters
+        ----------
+        queries : iterable of QueryEvaluation
+            Some of :attr:`queries`.
+
         Returns
         -------
         dict
@@ -190,7 +195,13 @@ class Evaluation:
         }
 
     def write(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_dict` as JSON, atomically."""
+        """Write :meth:`to_dict` as JSON, atomically.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+        """
         # ASCII JSON: names that are not UTF-8 (surrogate escapes) stay
         # readable back as the same strings.
         text = json.dumps(self.to_dict(), indent=1) + "\n"
@@ -204,6 +215,11 @@ class Evaluation:
         (from 1) of its first relevant image, and the relevant images found.
         Control characters in names and tags are escaped (``\\x1b``, see
         :func:`vlad.formats.names.printable`): a table for a terminal.
+
+        Parameters
+        ----------
+        per_query : bool, default=False
+            Add the table of each query.
         """
         metrics = self.metric_names
         headers = ["queries", *(_short(name) for name in metrics)]

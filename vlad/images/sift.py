@@ -195,6 +195,11 @@ class SiftOptions:
         Options a record lacks (one written before they existed) take their
         defaults, except ``features``, which its ``extractor`` names.
 
+        Parameters
+        ----------
+        record : dict or None
+            What :meth:`record` returned, or another extractor's record.
+
         Raises
         ------
         ValueError

@@ -96,7 +96,13 @@ class ImageFolders:
         return len(self.paths)
 
     def locate(self, name: str) -> Path | None:
-        """The file of image ``name``, or None."""
+        """The file of image ``name``, or None.
+
+        Parameters
+        ----------
+        name : str
+            An image's name, as the search results give it.
+        """
         return self.paths.get(name)
 
 

@@ -155,6 +155,13 @@ class ASMKIndex:
     def add(self, descriptor_sets, names: Sequence[str] | None = None) -> None:
         """Append images, given by their descriptors (as :func:`build_asmk_index`).
 
+        Parameters
+        ----------
+        descriptor_sets : DescriptorSets, ShardedDescriptorSets or list of arrays
+            The new images' descriptors.
+        names : sequence of str, optional
+            Default the sets' names.
+
         Raises
         ------
         ValueError
@@ -285,6 +292,13 @@ class ASMKIndex:
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write to a folder, atomically (see :func:`vlad.search.load_asmk_index`).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The folder to write.
+        overwrite : bool, default=False
+            Replace an existing folder.
 
         Raises
         ------

@@ -49,7 +49,13 @@ def save_asmk_index(
 
 
 def is_asmk_index(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a folder whose ``index.json`` says it is an ASMK index."""
+    """Whether ``path`` is a folder whose ``index.json`` says it is an ASMK index.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Any path; one that does not exist is not an ASMK index.
+    """
     try:
         record = json.loads((Path(path) / "index.json").read_bytes())
     except (OSError, ValueError, RecursionError):

@@ -105,7 +105,25 @@ class VectorIndex:
         source: dict | None = None,
     ) -> VectorIndex:
         """Index ``vectors`` (see :func:`build_index`, which also learns the
-        whitening)."""
+        whitening).
+
+        Parameters
+        ----------
+        vectors : array-like of shape (n_images, n_features)
+            L2-normalised VLAD vectors.
+        names : sequence of str, optional
+            One per row; default ``"0"``, ``"1"``, ...
+        factory : str, optional
+            A faiss ``index_factory`` string; default exact search.
+        parameters : str, optional
+            faiss search parameters (``"nprobe=16"``), only with ``factory``.
+        whitening : PCAWhitening, optional
+            Applied to ``vectors`` before they are stored, and to every query.
+        augmentation : QueryExpansion, optional
+            Database-side augmentation with this many neighbours and weighting.
+        source : dict, optional
+            How the vectors were made, kept in the index.
+        """
         vectors = _checked_vectors(vectors, "vectors", None)
         names = _checked_names(names, vectors.shape[0], "vectors")
         n_features = vectors.shape[1]
@@ -174,6 +192,14 @@ class VectorIndex:
 
         Database-side augmentation, if the index was built with it, is not
         applied to added vectors.
+
+        Parameters
+        ----------
+        vectors : array-like of shape (n_images, n_features)
+            The new images' vectors.
+        names : sequence of str, optional
+            One per row; default their places in the index, counted on
+            from :attr:`n_images` (as strings).
         """
         vectors = _checked_vectors(vectors, "vectors", self.n_features)
         names = _checked_names(names, vectors.shape[0], "vectors", self.n_images)
@@ -276,6 +302,13 @@ class VectorIndex:
         The folder holds ``index.json`` (the record), ``names.json``,
         ``rows.npy``, ``vectors.npy`` (exact) or ``vectors.faiss`` (faiss's own
         format) and, when whitened, ``whitening.npz``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The folder to write.
+        overwrite : bool, default=False
+            Replace an existing folder.
 
         Raises
         ------

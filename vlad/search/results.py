@@ -124,6 +124,11 @@ class SearchResults:
     def write(self, path: str | os.PathLike) -> None:
         """Write atomically as ``.json``, ``.csv`` or pairs ``.txt`` (by suffix).
 
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write; its suffix chooses the format.
+
         Raises
         ------
         ValueError
@@ -213,6 +218,11 @@ def read_rankings(path: str | os.PathLike) -> dict[str, list[str]]:
     Reads the three formats :meth:`SearchResults.write` writes: ``.json``
     (queries that found nothing included), ``.csv`` and pairs ``.txt`` (where
     a query that found nothing has no line, so is absent).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.json``, ``.csv`` or pairs ``.txt`` results file.
 
     Raises
     ------

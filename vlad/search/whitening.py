@@ -106,7 +106,13 @@ class PCAWhitening:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write to an ``.npz`` file atomically."""
+        """Write to an ``.npz`` file atomically.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+        """
         save_record_archive(
             path,
             {"format": "whitening", "format_version": FORMAT_VERSION, **self.record()},
@@ -117,7 +123,13 @@ class PCAWhitening:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> PCAWhitening:
-        """Read a whitening written by :meth:`save` (never unpickles)."""
+        """Read a whitening written by :meth:`save` (never unpickles).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            An ``.npz`` file.
+        """
         arrays, record = read_record_archive(
             path, "whitening", ("mean", "components", "explained_variance")
         )
