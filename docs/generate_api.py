@@ -64,6 +64,8 @@ the pieces fit together, with examples."""
 ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
 #: reST inline literal, ````code````.
 LITERAL = re.compile(r"``([^`]+)``")
+#: The ``::`` that ends a paragraph before a reST literal block.
+LITERAL_BLOCK = re.compile(r"(?<=\S)::$", re.M)
 #: What ``repr`` writes of an object's memory address.
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
@@ -138,9 +140,11 @@ def is_described(value: object) -> bool:
 
 
 def homes(packages: list[tuple[str, object, list[str]]]) -> dict[int, str]:
-    """For each exported class or function (by ``id``), the package that
-    describes it: the deepest that lists it and holds its defining module,
-    or the first that lists it."""
+    """The package that describes each exported class or function (by ``id``).
+
+    Its home is the deepest package that lists it and holds its defining
+    module, or else the first package that lists it.
+    """
     candidates: dict[int, list[str]] = {}
     defining: dict[int, str] = {}
     for package, module, names in packages:
@@ -181,8 +185,11 @@ def default_text(value: object) -> object:
 
 
 def signature_text(name: str, callable_: object, *, method: bool = False) -> str:
-    """``name(parameters) -> return`` with type hints as written, wrapped
-    one parameter per line when longer than :data:`LINE_LENGTH`."""
+    """``name(parameters) -> return``, with type hints as written.
+
+    Wrapped one parameter per line when longer than :data:`LINE_LENGTH`;
+    ``method`` leaves out ``self``.
+    """
     try:
         signature = inspect.signature(callable_)
     except (TypeError, ValueError):
@@ -227,8 +234,13 @@ def docstring(value: object) -> NumpyDocString:
 
 
 def paragraph(lines: list[str]) -> str:
-    """Docstring lines as Markdown, line breaks kept, ends trimmed."""
-    return markdown("\n".join(lines).strip("\n"))
+    """Docstring lines as Markdown, line breaks kept, ends trimmed.
+
+    A reST literal block's ``text::`` becomes ``text:``: the indented block
+    after it is a code block in Markdown too.
+    """
+    text = markdown("\n".join(lines).strip("\n"))
+    return LITERAL_BLOCK.sub(":", text)
 
 
 def summary(value: object) -> str:
@@ -286,8 +298,10 @@ def data_text(value: object) -> str:
 
 
 def member_kind(owner: type, attribute: str) -> str | None:
-    """``"property"``, ``"classmethod"``, ``"staticmethod"``, ``"method"`` or
-    ``None`` for an attribute that is not described."""
+    """What the attribute is: a property, classmethod, staticmethod or method.
+
+    ``None`` for anything else, which the page does not describe.
+    """
     static = inspect.getattr_static(owner, attribute)
     if isinstance(static, property):
         return "property"
@@ -301,8 +315,10 @@ def member_kind(owner: type, attribute: str) -> str | None:
 
 
 def public_members(owner: type) -> list[tuple[str, str]]:
-    """The public methods and properties a class defines or inherits from
-    vlad's own classes, by name."""
+    """The public methods and properties of a class, with their kinds, by name.
+
+    Those it inherits from vlad's own classes count; scikit-learn's do not.
+    """
     names = set()
     for base in owner.__mro__:
         if base is object or not base.__module__.startswith("vlad"):
@@ -386,7 +402,7 @@ def render_api_reference() -> str:
             if inspect.ismodule(value) or is_described(value):
                 said = summary(value)
             elif name.startswith("__"):
-                said = ""
+                said = f"A `{type(value).__name__}`."
             else:
                 said = data_text(value)
             said = markdown(said).replace("|", "\\|")
