@@ -254,7 +254,7 @@ def described_sections(parsed: NumpyDocString) -> list[str]:
     for key in ("Summary", "Extended Summary"):
         text = paragraph(parsed[key])
         if text:
-            lines += [markdown(text), ""]
+            lines += [text, ""]
     for key in LISTED_SECTIONS:
         items = parsed[key]
         if not items:
