@@ -66,7 +66,7 @@ def full_float32_matmul() -> contextlib.AbstractContextManager[None]:
     Examples
     --------
     >>> import torch  # doctest: +SKIP
-    >>> from vlad.backends.torch_runtime import full_float32_matmul
+    >>> from vlad.backends.torch import full_float32_matmul
     >>> torch.backends.cuda.matmul.fp32_precision = "tf32"  # doctest: +SKIP
     >>> with full_float32_matmul():  # doctest: +SKIP
     ...     torch.backends.cuda.matmul.fp32_precision

@@ -26,4 +26,4 @@ def numba_kernels() -> ModuleType:
             "the 'numba' aggregator requires numba; install it with: "
             "pip install 'vlad-toolkit[numba]'"
         ) from None
-    return importlib.import_module("vlad.backends.numba_kernels")
+    return importlib.import_module("vlad.backends.numba.kernels")

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends import jax_kernels
-from vlad.backends.jax_batches import (
+from vlad.backends.jax import import_jax
+from vlad.backends.jax import kernels as jax_kernels
+from vlad.backends.jax.batches import (
     host_chunks,
     plan_batch,
     precision_scope,
     raise_unless_finite,
 )
-from vlad.backends.jax_runtime import import_jax
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.options import EncodingOptions

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends import torch_kernels
-from vlad.backends.torch_runtime import import_torch
+from vlad.backends.torch import import_torch
+from vlad.backends.torch import kernels as torch_kernels
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.descriptors import as_descriptor_sets
 from vlad.core.options import EncodingOptions
@@ -65,7 +65,7 @@ class TorchEncoder:
     --------
     vlad.encode : The NumPy pipeline this reproduces.
     vlad.JaxEncoder : The same with JAX.
-    vlad.backends.torch_layer.NetVLAD : A trainable VLAD layer.
+    vlad.backends.torch.layer.NetVLAD : A trainable VLAD layer.
 
     Examples
     --------
