@@ -38,7 +38,6 @@ from vlad.core.vocabularies import (
     split_vocabularies,
     stack_vocabularies,
 )
-from vlad.formats.info import describe_file
 from vlad.formats.vectors import load_vectors, save_vectors
 from vlad.images.batch import (
     BatchReport,
@@ -53,6 +52,7 @@ from vlad.images.vocabularies import (
     adapt_codebook_to_images,
     fit_vocabularies_to_images,
 )
+from vlad.info import describe_file
 
 __all__ = [
     "AGGREGATORS",
