@@ -43,9 +43,9 @@ from vlad.core.validation import (
 __all__ = [
     "AGGREGATORS",
     "BACKEND_AGGREGATORS",
-    "FUSED_ENCODE",
     "WEIGHTED_AGGREGATORS",
     "Aggregator",
+    "BackendAggregator",
     "aggregate",
     "available_aggregators",
     "call_aggregator",
@@ -99,12 +99,6 @@ BACKEND_AGGREGATORS: dict[str, BackendAggregator] = {
     ),
 }
 
-#: Aggregators that :func:`vlad.encode` runs fused with assignment, in one pass
-#: over the descriptors (:mod:`vlad.backends.numba.fused`).
-FUSED_ENCODE = frozenset(
-    name for name, backend in BACKEND_AGGREGATORS.items() if backend.fused
-)
-
 
 def _load(entry: str) -> Callable:
     """The function a ``"module:name"`` string names, its module imported."""
@@ -120,15 +114,15 @@ def _backend_aggregator(name: str) -> Aggregator:
     def aggregate_on_backend(descriptors, labels, offsets, centers, **variants):
         return _load(entry)(descriptors, labels, offsets, centers, **variants)
 
-    aggregate_on_backend.__name__ = aggregate_on_backend.__qualname__ = entry.partition(
-        ":"
-    )[2]
+    function_name = entry.partition(":")[2]
+    aggregate_on_backend.__name__ = aggregate_on_backend.__qualname__ = function_name
     aggregate_on_backend.__doc__ = f"The {name!r} aggregator ({entry})."
     return aggregate_on_backend
 
 
 def fused_encoder(name: str | None) -> Callable | None:
-    """:func:`vlad.encode`'s fused pass of aggregator ``name`` (see
+    """:func:`vlad.encode`'s pass of aggregator ``name`` fused with assignment,
+    in one pass over the descriptors (see
     :func:`vlad.backends.numba.fused.encode_blocks`), or None when it has
     none."""
     backend = BACKEND_AGGREGATORS.get(name)
