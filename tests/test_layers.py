@@ -113,34 +113,30 @@ def test_every_part_has_a_floor():
     )
 
 
-def test_core_imports_no_other_part():
-    reaching_up = import_matrix().get("core", {})
-    assert not reaching_up, "\n".join(sum(reaching_up.values(), []))
-
-
-def test_every_part_imports_only_from_lower_floors():
-    upward = [
-        f"{line} (floor {FLOORS[source]} -> {FLOORS[target]})"
-        for source, targets in import_matrix().items()
+def upward_imports(matrix: dict[str, dict[str, list[str]]]) -> list[str]:
+    """The imports of ``matrix`` from a part on the same floor or above."""
+    return [
+        f"{line} (floor {FLOORS.get(source)} -> {FLOORS.get(target)})"
+        for source, targets in matrix.items()
         for target, lines in targets.items()
         if FLOORS.get(target, 99) >= FLOORS.get(source, -1)
         for line in lines
     ]
-    assert not upward, "\n".join(upward)
 
 
-def test_no_two_parts_import_each_other():
-    matrix = import_matrix()
-    # Whatever the floors say: a depth-first search for a cycle.
+def find_cycle(matrix: dict[str, dict[str, list[str]]]) -> list[str] | None:
+    """Parts that import each other round a cycle, or None: a depth-first
+    search, whatever the floors say."""
     state: dict[str, str] = {}
 
     def cycle_from(part: str, path: list[str]) -> list[str] | None:
         state[part] = "open"
+        path = [*path, part]
         for target in sorted(matrix.get(part, {})):
             if state.get(target) == "open":
-                return [*path, part, target]
+                return [*path[path.index(target) :], target]
             if target not in state:
-                found = cycle_from(target, [*path, part])
+                found = cycle_from(target, path)
                 if found:
                     return found
         state[part] = "done"
@@ -149,7 +145,36 @@ def test_no_two_parts_import_each_other():
     for part in sorted(matrix):
         if part not in state:
             cycle = cycle_from(part, [])
-            assert cycle is None, " -> ".join(cycle)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_checks_find_what_they_look_for():
+    matrix = {
+        "core": {"formats": ["vlad.core.codebook:30 imports vlad.formats.files"]},
+        "formats": {"core": ["vlad.formats.vectors:25 imports vlad.core.finite"]},
+    }
+    assert upward_imports(matrix) == [
+        "vlad.core.codebook:30 imports vlad.formats.files (floor 0 -> 1)"
+    ]
+    assert find_cycle(matrix) == ["core", "formats", "core"]
+    assert find_cycle({"cli": {"core": []}, "images": {"core": []}}) is None
+
+
+def test_core_imports_no_other_part():
+    reaching_up = import_matrix().get("core", {})
+    assert not reaching_up, "\n".join(sum(reaching_up.values(), []))
+
+
+def test_every_part_imports_only_from_lower_floors():
+    upward = upward_imports(import_matrix())
+    assert not upward, "\n".join(upward)
+
+
+def test_no_two_parts_import_each_other():
+    cycle = find_cycle(import_matrix())
+    assert cycle is None, " -> ".join(cycle)
 
 
 @pytest.mark.parametrize("name", sorted(BACKEND_AGGREGATORS))
