@@ -1,4 +1,13 @@
-"""PyTorch, imported on first use, and full float32 precision for products.
+"""The PyTorch back-end; PyTorch itself imported on first use
+(:func:`import_torch`), and full float32 precision for products.
+
+- :mod:`vlad.backends.torch.kernels`: distances, residual sums and
+  normalisation on tensors;
+- :mod:`vlad.backends.torch.aggregator`: the ``torch`` aggregator;
+- :mod:`vlad.backends.torch.encoder`: :class:`vlad.TorchEncoder`;
+- :mod:`vlad.backends.torch.layer`: the trainable NetVLAD layer;
+- :mod:`vlad.backends.torch.features`: a vision transformer's patch tokens as
+  local descriptors.
 
 On NVIDIA GPUs PyTorch may compute float32 matrix products in TF32 (10-bit
 mantissas) when a program allows it (``torch.backends.cuda.matmul.
