@@ -156,7 +156,7 @@ def test_gradients_are_right(problem):
 
 def test_same_vectors_as_the_pytorch_layer(problem):
     torch = pytest.importorskip("torch")
-    from vlad.backends.torch_layer import NetVLAD as TorchNetVLAD
+    from vlad.backends.torch.layer import NetVLAD as TorchNetVLAD
 
     sets, codebook = problem
     batch, mask = padded(sets.descriptors, sets.offsets)

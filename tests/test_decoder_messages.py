@@ -8,10 +8,44 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from vlad.images.decoder_messages import decode_with_messages
+import pytest
+
+from vlad.images.decoder_messages import (
+    CAPTURE_VARIABLE,
+    capture_decoder_messages,
+    capturing_decoder_messages,
+    decode_with_messages,
+)
 
 
-def test_messages_go_to_the_decode_that_wrote_them_however_decodes_overlap():
+@pytest.fixture
+def capturing():
+    """Inside capture_decoder_messages, as the command line decodes."""
+    with capture_decoder_messages():
+        yield
+
+
+def test_decodes_capture_only_inside_the_block(capfd):
+    def decode():
+        os.write(2, b"Corrupt JPEG data: 4 extraneous bytes\n")
+        return 1
+
+    assert not capturing_decoder_messages()
+    assert decode_with_messages(decode) == (1, [])
+    assert capfd.readouterr().err == "Corrupt JPEG data: 4 extraneous bytes\n"
+    with capture_decoder_messages():
+        assert os.environ[CAPTURE_VARIABLE] == "1"  # for processes started here
+        assert decode_with_messages(decode) == (
+            1,
+            ["Corrupt JPEG data: 4 extraneous bytes"],
+        )
+    assert capfd.readouterr().err == ""
+    assert CAPTURE_VARIABLE not in os.environ
+
+
+def test_messages_go_to_the_decode_that_wrote_them_however_decodes_overlap(
+    capturing,
+):
     """Eight decodes that all run at once, three of them writing a message:
     each message ends up with its own decode (the overlapping ones run again,
     alone), and the decoders' results are kept."""
@@ -39,7 +73,7 @@ def test_messages_go_to_the_decode_that_wrote_them_however_decodes_overlap():
     assert all(count == 2 for index, count in enumerate(calls) if index in noisy)
 
 
-def test_other_output_on_standard_error_is_passed_on(capfd):
+def test_other_output_on_standard_error_is_passed_on(capturing, capfd):
     def decode():
         os.write(2, b"not a decoder's line\nlibpng warning: iCCP: known incorrect\n")
         return 1
@@ -52,7 +86,7 @@ def test_other_output_on_standard_error_is_passed_on(capfd):
     assert captured.err == "not a decoder's line\n"
 
 
-def test_standard_error_is_given_back(capfd):
+def test_standard_error_is_given_back(capturing, capfd):
     decode_with_messages(lambda: None)
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "after\n"

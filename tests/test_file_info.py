@@ -1,4 +1,4 @@
-"""Summaries of vlad files: vlad.formats.info."""
+"""Summaries of vlad files: vlad.info."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import vlad
-from vlad.formats.info import describe_file
 from vlad.formats.vectors import save_vectors
+from vlad.info import describe_file
 
 
 @pytest.fixture(scope="module")

@@ -513,7 +513,7 @@ def test_encode_refuses_global_features_as_input(tmp_path, features):
 
 
 def test_info_describes_both_kinds_of_file(features, tmp_path):
-    from vlad.formats.info import describe_file
+    from vlad.info import describe_file
 
     local = describe_file(features)
     expected = reference_sets(features)

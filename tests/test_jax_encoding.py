@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from photo_descriptors import photo_problem
 
 import vlad
-from vlad.backends import jax_kernels, layout
-from vlad.backends.jax_batches import plan_batch
+from vlad.backends import layout
+from vlad.backends.jax import kernels as jax_kernels
+from vlad.backends.jax.batches import plan_batch
 from vlad.core.aggregators.loop import aggregate_loop
 
 jax = pytest.importorskip("jax")

@@ -122,7 +122,7 @@ def test_run_ranges_keeps_blas_to_one_thread_when_asked(n_workers, limit_blas):
 
 @pytest.mark.parametrize(
     ("aggregator", "kernel"),
-    [("auto", "vlad.core.encoding.fused_residuals"),
+    [("auto", "vlad.backends.numba.fused.fused_residuals"),
      ("sparse", "vlad.core.assignment._assign_rows")],
 )  # fmt: skip
 def test_an_input_too_small_to_share_out_runs_blas_on_one_thread(

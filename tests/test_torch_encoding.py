@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from photo_descriptors import photo_problem
 
 import vlad
-from vlad.backends import torch_kernels
+from vlad.backends.torch import kernels as torch_kernels
 from vlad.core.aggregators.loop import aggregate_loop
 
 torch = pytest.importorskip("torch")

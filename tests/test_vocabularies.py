@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import vlad
 from vlad.core.codebook import as_centers
-from vlad.formats.info import describe_file
+from vlad.info import describe_file
 from vlad.search import fit_whitening
 
 

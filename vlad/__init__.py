@@ -14,7 +14,7 @@ Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
 :class:`VLADEncoder`, :class:`SIFTExtractor`, :class:`FeatureExtractor`. Accelerators
 (:mod:`vlad.backends`): :class:`JaxEncoder` (JAX), :class:`TorchEncoder`
-(PyTorch) and the trainable layers :class:`vlad.backends.torch_layer.NetVLAD`
+(PyTorch) and the trainable layers :class:`vlad.backends.torch.layer.NetVLAD`
 and :class:`vlad.backends.keras_layer.NetVLAD` (Keras 3).
 """
 
@@ -22,8 +22,8 @@ import importlib
 
 from vlad import datasets
 from vlad._version import __version__
-from vlad.backends.jax_encoder import JaxEncoder
-from vlad.backends.torch_encoder import TorchEncoder
+from vlad.backends.jax.encoder import JaxEncoder
+from vlad.backends.torch.encoder import TorchEncoder
 from vlad.core.adaptation import CodebookAdapter, adapt_codebook
 from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
 from vlad.core.assignment import assign
@@ -38,7 +38,6 @@ from vlad.core.vocabularies import (
     split_vocabularies,
     stack_vocabularies,
 )
-from vlad.formats.info import describe_file
 from vlad.formats.vectors import load_vectors, save_vectors
 from vlad.images.batch import (
     BatchReport,
@@ -53,6 +52,7 @@ from vlad.images.vocabularies import (
     adapt_codebook_to_images,
     fit_vocabularies_to_images,
 )
+from vlad.info import describe_file
 
 __all__ = [
     "AGGREGATORS",

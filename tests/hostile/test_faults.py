@@ -194,7 +194,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_file(big_job, tmp_path):
 FALLBACK_WRITE = """
     import os, signal, resource, sys
     import numpy as np
-    import vlad.formats.writing as writing
+    import vlad.core.writing as writing
     # The hidden temporary files of systems without O_TMPFILE.
     writing._unnamed_file = lambda folder: None
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

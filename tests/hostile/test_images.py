@@ -8,6 +8,8 @@ skipped and listed, every good one given a finite row, in order.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -25,6 +27,7 @@ from hostile.makers import (
     webp_of_size,
     with_jfif_revision,
 )
+from vlad.images.decoder_messages import capture_decoder_messages
 from vlad.images.files import ImageReadError, read_image
 
 GREY = np.ascontiguousarray(PHOTO[:, :, 1])
@@ -103,11 +106,29 @@ def test_bad_files_are_refused_with_one_line(tmp_path, name):
     content, reason = REFUSED[name]
     path = tmp_path / name
     path.write_bytes(content)
-    with pytest.raises(ImageReadError) as error:
+    # As the command line reads them: the decoders' messages told to vlad.
+    with capture_decoder_messages(), pytest.raises(ImageReadError) as error:
         read_image(path)
     assert reason in error.value.reason
     assert "\n" not in str(error.value)
     record("clear error")
+
+
+@pytest.mark.parametrize("name", ["corrupt.jpg", "patched-truncated.jpg"])
+def test_a_library_call_leaves_standard_error_alone(tmp_path, capfd, name):
+    """Outside capture_decoder_messages, descriptor 2 is never pointed
+    elsewhere: libjpeg's message reaches the real standard error while the
+    image decodes, and the image comes back as the decoder filled it in."""
+    path = tmp_path / name
+    path.write_bytes(REFUSED[name][0])
+    before = os.fstat(2)
+    capfd.readouterr()
+    image = read_image(path)
+    after = os.fstat(2)
+    assert (before.st_dev, before.st_ino) == (after.st_dev, after.st_ino)
+    assert image.shape == GREY.shape
+    assert "Corrupt JPEG data" in capfd.readouterr().err
+    record("handled")
 
 
 @pytest.mark.parametrize("name", sorted(READ, key=repr))
@@ -127,7 +148,8 @@ def test_unusual_files_are_read_as_they_look(tmp_path, name):
 def test_a_decoders_warning_is_logged_and_hidden_by_quiet(tmp_path, caplog):
     path = tmp_path / "jfif-revision.jpg"
     path.write_bytes(with_jfif_revision(JPEG))
-    read_image(path)
+    with capture_decoder_messages():
+        read_image(path)
     assert "unknown JFIF revision number" in caplog.text
     result = run_vlad("extract", path, "-o", tmp_path / "d.npz", "-qq")
     assert result.returncode == 0 and result.stderr == ""

@@ -17,7 +17,7 @@ import pytest
 from photos import DATA
 
 import vlad
-import vlad.formats.writing as writing
+import vlad.core.writing as writing
 from hostile.conftest import check_no_traceback, record, temporary_files
 from vlad.formats.files import atomic_write
 

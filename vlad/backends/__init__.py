@@ -1,14 +1,25 @@
-"""Compiled and accelerator back-ends, each behind an optional dependency.
+"""Compiled and accelerator back-ends, each behind an optional dependency
+and each in a package of its own.
 
-- :mod:`vlad.backends.compiled`: loads the numba kernels on first use;
-- :mod:`vlad.backends.numba_kernels`: the compiled loops themselves;
-- :mod:`vlad.backends.fused`: assignment and aggregation fused in one pass;
-- :mod:`vlad.backends.layout`: how the device back-ends cut a batch into
-  chunks of rows and summation blocks;
-- :mod:`vlad.backends.jax_runtime`, :mod:`vlad.backends.jax_kernels`,
-  :mod:`vlad.backends.jax_batches` and :mod:`vlad.backends.jax_encoder`: JAX,
-  its jitted kernels, the host side of a batch, and :class:`vlad.JaxEncoder`;
-- :mod:`vlad.backends.netvlad`: the initialisation from a codebook that the
-  NetVLAD layers share, :mod:`vlad.backends.torch_layer` (PyTorch) and
-  :mod:`vlad.backends.keras_layer` (Keras 3, any back-end).
+- :mod:`vlad.backends.numba`: numba's compiled loops (:mod:`~.numba.kernels`,
+  loaded on first use), the ``numba`` aggregator (:mod:`~.numba.aggregator`)
+  and :func:`vlad.encode`'s pass with assignment fused in
+  (:mod:`~.numba.fused`);
+- :mod:`vlad.backends.jax`: JAX's jitted kernels (:mod:`~.jax.kernels`), the
+  host side of a batch (:mod:`~.jax.batches`), the ``jax`` aggregator and
+  :class:`vlad.JaxEncoder` (:mod:`~.jax.encoder`);
+- :mod:`vlad.backends.torch`: PyTorch's kernels, the ``torch`` aggregator,
+  :class:`vlad.TorchEncoder`, the trainable NetVLAD layer
+  (:mod:`~.torch.layer`) and a ViT's patch tokens as descriptors
+  (:mod:`~.torch.features`);
+- shared by several: :mod:`vlad.backends.layout` (how the device back-ends cut
+  a batch into chunks of rows and summation blocks),
+  :mod:`vlad.backends.device_encoder` (what the device encoders share),
+  :mod:`vlad.backends.netvlad` (the NetVLAD layers' initialisation from a
+  codebook) and :mod:`vlad.backends.keras_layer` (the NetVLAD layer for
+  Keras 3, on any of its back-ends).
+
+:mod:`vlad.core` imports nothing from here: its aggregator registry names
+the back-ends' aggregators as ``"module:function"`` strings
+(:data:`vlad.core.aggregators.BACKEND_AGGREGATORS`), imported on first use.
 """

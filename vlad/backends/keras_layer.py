@@ -57,7 +57,7 @@ def _normalized(values, axis):
 class NetVLAD(keras.layers.Layer):
     """NetVLAD pooling: soft-assigned VLAD with intra and L2 normalisation.
 
-    The Keras 3 twin of :class:`vlad.backends.torch_layer.NetVLAD`, computing
+    The Keras 3 twin of :class:`vlad.backends.torch.layer.NetVLAD`, computing
     the same function from the same initialisation. Each descriptor ``x`` is
     assigned to every centre with the weights ``a_k(x) = softmax_k(x . W_k +
     b_k)``; an image's block ``k`` is ``sum_i a_k(x_i) (x_i - c_k)``,
@@ -94,7 +94,7 @@ class NetVLAD(keras.layers.Layer):
 
     See Also
     --------
-    vlad.backends.torch_layer.NetVLAD : The same layer for PyTorch.
+    vlad.backends.torch.layer.NetVLAD : The same layer for PyTorch.
 
     Examples
     --------
@@ -151,7 +151,7 @@ class NetVLAD(keras.layers.Layer):
         **kwargs,
     ) -> NetVLAD:
         """A layer initialised from a fitted codebook, as the PyTorch layer's
-        :meth:`~vlad.backends.torch_layer.NetVLAD.from_codebook`.
+        :meth:`~vlad.backends.torch.layer.NetVLAD.from_codebook`.
 
         The centres are the codebook's; the assignment is ``W_k = 2 alpha
         c_k``, ``b_k = -alpha |c_k|^2``, with ``alpha`` set by

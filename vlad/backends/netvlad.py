@@ -1,7 +1,7 @@
 """What the NetVLAD layers share, whatever their framework: the initialisation
 from a codebook.
 
-:class:`vlad.backends.torch_layer.NetVLAD` (PyTorch) and
+:class:`vlad.backends.torch.layer.NetVLAD` (PyTorch) and
 :class:`vlad.backends.keras_layer.NetVLAD` (Keras 3) set their parameters from
 :func:`initial_parameters`, in float64 NumPy, so that both start from the same
 numbers. This module imports neither framework.

@@ -15,7 +15,6 @@ from types import ModuleType
 
 import click
 
-import vlad
 from vlad.cli.options import overwrite_option
 from vlad.cli.reporting import check_outputs, library_errors
 
@@ -36,7 +35,7 @@ MISSING_HARNESS = (
 def source_checkout() -> Path:
     """The folder that holds the ``vlad`` package: a source checkout's root when
     vlad was installed with ``pip install -e .``, site-packages otherwise."""
-    return Path(vlad.__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def load_harness(checkout: str | Path | None = None) -> ModuleType:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from vlad.cli.reporting import library_errors, printable
-from vlad.formats.info import describe_file
+from vlad.info import describe_file
 
 __all__ = ["info"]
 

@@ -25,6 +25,7 @@ from vlad.cli.info import info
 from vlad.cli.reporting import printable
 from vlad.cli.search import search
 from vlad.cli.show_matches import show_matches
+from vlad.images.decoder_messages import capture_decoder_messages
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "VladGroup", "main"]
 
@@ -53,8 +54,14 @@ class VladGroup(click.Group):
         return name, command, rest
 
     def invoke(self, ctx: click.Context):
+        # The decoders' messages become each image's warning or error: the
+        # command, unlike a library call, may point descriptor 2 elsewhere.
         try:
-            with _terminate_by_exception(), _python_stderr_apart():
+            with (
+                _terminate_by_exception(),
+                _python_stderr_apart(),
+                capture_decoder_messages(),
+            ):
                 return super().invoke(ctx)
         except KeyboardInterrupt:
             click.echo(f"\ninterrupted; {self._what_was_kept(ctx)}", err=True)

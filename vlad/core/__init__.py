@@ -12,7 +12,14 @@
 - :mod:`vlad.core.validation` and :mod:`vlad.core.parallel`: the checks and the
   threads they share;
 - :mod:`vlad.core.finite`: extreme magnitudes scaled by a power of two, so that
-  no NaN comes out of finite input.
+  no NaN comes out of finite input;
+- :mod:`vlad.core.files` and :mod:`vlad.core.writing`: safe reads of NumPy
+  files and atomic writes, with which codebooks and descriptor sets save and
+  load themselves (the formats of :mod:`vlad.formats` use them too).
+
+This package imports nothing else of vlad: the aggregators of
+:mod:`vlad.backends` are named in :data:`vlad.core.aggregators.BACKEND_AGGREGATORS`
+and imported when first called.
 
 The public names are re-exported by :mod:`vlad`.
 """

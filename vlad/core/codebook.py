@@ -11,6 +11,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core.files import (
+    check_format_version,
+    read_record_archive,
+    save_record_archive,
+)
 from vlad.core.finite import largest_magnitude, scale_exponent
 from vlad.core.kmeans import (
     FAISS_MAX_ITER,
@@ -26,11 +31,6 @@ from vlad.core.validation import (
     check_finite,
     check_positive_int,
     check_seed,
-)
-from vlad.formats.files import (
-    check_format_version,
-    read_record_archive,
-    save_record_archive,
 )
 
 __all__ = [

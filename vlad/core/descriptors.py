@@ -9,12 +9,12 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.validation import as_float_matrix, as_offsets, as_record, check_finite
-from vlad.formats.files import (
+from vlad.core.files import (
     check_format_version,
     read_record_archive,
     save_record_archive,
 )
+from vlad.core.validation import as_float_matrix, as_offsets, as_record, check_finite
 
 __all__ = ["DescriptorSets", "FORMAT_VERSION", "KEYPOINT_FIELDS", "as_descriptor_sets"]
 

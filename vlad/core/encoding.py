@@ -7,12 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends.fused import (
-    fused_residuals,
-    fused_weighted_residuals,
-    image_blocks,
-)
-from vlad.core.aggregators import FUSED_ENCODE, call_aggregator, resolve_aggregator
+from vlad.core.aggregators import call_aggregator, fused_encoder, resolve_aggregator
 from vlad.core.aggregators.segments import segment_counts, weighted_masses
 from vlad.core.assignment import CHUNK_BYTES, assign_valid
 from vlad.core.codebook import Codebook, as_centers, on_codebook_metric
@@ -26,11 +21,33 @@ from vlad.core.finite import (
 from vlad.core.nearest import assignment_weights, check_n_nearest, nearest_valid
 from vlad.core.normalization import normalize_in_place
 from vlad.core.options import EncodingOptions
-from vlad.core.parallel import resolve_n_jobs, run_ranges, workers_for
+from vlad.core.parallel import balanced_ranges, resolve_n_jobs, workers_for
 from vlad.core.validation import all_finite, check_n_features
 from vlad.core.vocabularies import concatenate_vectors, split_vocabularies
 
-__all__ = ["encode"]
+__all__ = ["ROWS_PER_BLOCK", "encode", "image_blocks"]
+
+#: Rows of one worker's block (whole images): large enough to amortise the
+#: hand-off, small enough that every worker gets several blocks.
+ROWS_PER_BLOCK = 16_384
+
+
+def image_blocks(
+    offsets: np.ndarray, n_clusters: int, n_workers: int = 1
+) -> list[tuple[int, int]]:
+    """Split images into contiguous blocks of about ``ROWS_PER_BLOCK`` rows.
+
+    Each image also weighs ``n_clusters`` rows (writing its ``K`` result blocks),
+    so that many empty images still make several blocks. The number of blocks
+    is a multiple of ``n_workers``, so that (images allowing) the blocks of
+    equal weight end together instead of leaving all but one worker idle
+    while the last block runs.
+    """
+    n_images = offsets.shape[0] - 1
+    weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
+    n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
+    n_blocks = -(-n_blocks // n_workers) * n_workers
+    return balanced_ranges(weights, n_blocks)
 
 
 def encode(
@@ -133,14 +150,16 @@ def encode(
     def encode_all(descriptors: np.ndarray, centers: np.ndarray) -> np.ndarray:
         # A few huge images would leave workers idle in the fused pass: then
         # assignment is threaded over rows instead.
-        if name in FUSED_ENCODE and len(blocks) >= n_workers:
-            residuals = _encode_fused(
+        fused = fused_encoder(name)
+        if fused is not None and len(blocks) >= n_workers:
+            residuals = fused(
                 descriptors,
                 sets.offsets,
                 centers,
                 blocks,
                 n_workers,
                 options,
+                CHUNK_BYTES,
             )
         else:
             residuals = _encode_staged(
@@ -164,46 +183,6 @@ def encode(
     if exponent and not all_finite(vectors):
         raise ValueError(f"encoding with {options.aggregator_name} gave NaN values")
     return vectors
-
-
-def _encode_fused(
-    descriptors, offsets, centers, blocks, n_workers, options
-) -> np.ndarray:
-    """Assign, aggregate and normalise block by block, blocks across threads."""
-    n_images = offsets.shape[0] - 1
-    n_clusters, n_features = centers.shape
-    residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)
-    variant = options.residual_norm or options.weighted
-    counts = np.empty((n_images, n_clusters), dtype=np.float64 if variant else np.int64)
-
-    def encode_block(first: int, last: int) -> None:
-        if variant:
-            fused_weighted_residuals(
-                descriptors, offsets, centers, first, last, CHUNK_BYTES,
-                residuals, counts, n_nearest=options.n_nearest,
-                soft=options.assignment == "soft",
-                kernel_width=options.kernel_width,
-                residual_norm=options.residual_norm,
-            )  # fmt: skip
-        else:
-            fused_residuals(
-                descriptors, offsets, centers, first, last, CHUNK_BYTES, residuals,
-                counts,
-            )  # fmt: skip
-        normalize_in_place(
-            residuals[first:last],
-            power=options.power,
-            intra=options.intra,
-            l2=options.l2,
-            counts=counts[first:last] if options.mass else None,
-        )
-
-    run_ranges(
-        encode_block,
-        blocks,
-        n_workers,
-    )
-    return residuals
 
 
 def _encode_staged(

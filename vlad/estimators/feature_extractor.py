@@ -32,7 +32,7 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
     extractor: ``extractor(image)`` takes an RGB ``uint8`` array of shape
     (height, width, 3) and returns a floating-point array of shape (L, F)
     (see :mod:`vlad.images.callables`), such as
-    :class:`vlad.backends.torch_features.PatchTokens`.
+    :class:`vlad.backends.torch.features.PatchTokens`.
 
     Parameters
     ----------

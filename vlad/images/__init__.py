@@ -4,7 +4,8 @@
 - :mod:`vlad.images.headers`: what an image file's header declares (format,
   size, transparency) and whether it is complete, before decoding;
 - :mod:`vlad.images.decoder_messages`: the decoders' messages on standard
-  error, caught and told to the image that caused them;
+  error, caught and told to the image that caused them where the caller
+  asks for it (the ``vlad`` command does);
 - :mod:`vlad.images.sift`: OpenCV SIFT / RootSIFT (or AKAZE, ORB) descriptors
   of one image, and their options;
 - :mod:`vlad.images.detectors`: OpenCV's detectors by name, their thresholds,

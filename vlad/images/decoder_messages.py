@@ -6,8 +6,14 @@ segment") by writing to file descriptor 2 itself and then returns an image
 with the missing part filled in; OpenCV gives no other sign, and libpng's and
 OpenCV's own warnings go the same way, past Python's logging and ``-qq``.
 
-While any image decodes, descriptor 2 points to an anonymous file; each decode
-reads what was written during it. Decodes run on many threads at once: a
+Catching them means pointing the process's descriptor 2 elsewhere, which a
+library must not do behind its caller's back: it happens only inside
+:func:`capture_decoder_messages`, which the ``vlad`` command enters. Outside
+it, decoders write to standard error as they always do, and an image they
+call corrupt is decoded as they fill it in.
+
+While an image decodes inside it, descriptor 2 points to an anonymous file;
+each decode reads what was written during it. Decodes run on many threads at once: a
 decode that saw decoder messages while another decode overlapped it runs
 again alone, so that the messages it keeps are its own. Lines that are not
 decoders' (Python's, or another library's) are passed on to the real standard
@@ -20,10 +26,17 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-__all__ = ["CORRUPT_DATA", "DECODER_MESSAGES", "decode_with_messages"]
+__all__ = [
+    "CAPTURE_VARIABLE",
+    "CORRUPT_DATA",
+    "DECODER_MESSAGES",
+    "capture_decoder_messages",
+    "capturing_decoder_messages",
+    "decode_with_messages",
+]
 
 #: How the decoders' messages begin (libjpeg, libpng, OpenCV's log).
 DECODER_MESSAGES = (
@@ -41,6 +54,10 @@ DECODER_MESSAGES = (
 )
 #: Decoder messages that mean the image was decoded from damaged data.
 CORRUPT_DATA = DECODER_MESSAGES[:4] + ("libpng error",)
+
+#: Set to ``1`` in the environment inside :func:`capture_decoder_messages`, so
+#: that the processes started there (Dask's local workers) capture too.
+CAPTURE_VARIABLE = "VLAD_CAPTURE_DECODER_MESSAGES"
 
 T = TypeVar("T")
 
@@ -160,8 +177,51 @@ def _is_decoders(line: str) -> bool:
 _CAPTURE = _StderrCapture()
 
 
+@contextlib.contextmanager
+def capture_decoder_messages() -> Iterator[None]:
+    """Catch the decoders' messages of the images decoded while the block runs.
+
+    Inside it, :func:`vlad.read_image` (and every function that reads image
+    files) refuses an image its decoder says is corrupt and logs the decoders'
+    other warnings against the image, and standard error shows neither.
+    Descriptor 2 is pointed elsewhere during each decode; Python's own
+    messages and other libraries' lines written meanwhile are passed on to it
+    when the decode ends. Processes started inside the block inherit the
+    setting (:data:`CAPTURE_VARIABLE`). The ``vlad`` command runs in it.
+
+    Examples
+    --------
+    >>> import os
+    >>> from vlad.images.decoder_messages import (
+    ...     capture_decoder_messages, decode_with_messages)
+    >>> def noisy():
+    ...     os.write(2, b"Corrupt JPEG data: premature end of data segment\\n")
+    ...     return 7
+    >>> with capture_decoder_messages():
+    ...     decode_with_messages(noisy)
+    (7, ['Corrupt JPEG data: premature end of data segment'])
+    """
+    previous = os.environ.get(CAPTURE_VARIABLE)
+    os.environ[CAPTURE_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(CAPTURE_VARIABLE, None)
+        else:
+            os.environ[CAPTURE_VARIABLE] = previous
+
+
+def capturing_decoder_messages() -> bool:
+    """Whether decodes here catch their messages (inside
+    :func:`capture_decoder_messages`, or in a process started there)."""
+    return os.environ.get(CAPTURE_VARIABLE) == "1"
+
+
 def decode_with_messages(decode: Callable[[], T]) -> tuple[T, list[str]]:
-    """``decode()`` and the decoder messages it wrote to standard error.
+    """``decode()`` and the decoder messages it wrote to standard error, when
+    :func:`capture_decoder_messages` is on (none otherwise, and descriptor 2
+    is left alone).
 
     Parameters
     ----------
@@ -175,17 +235,9 @@ def decode_with_messages(decode: Callable[[], T]) -> tuple[T, list[str]]:
         What ``decode`` returned.
     messages : list of str
         The lines it wrote that begin as :data:`DECODER_MESSAGES`, in order.
-
-    Examples
-    --------
-    >>> import os
-    >>> from vlad.images.decoder_messages import decode_with_messages
-    >>> def noisy():
-    ...     os.write(2, b"Corrupt JPEG data: premature end of data segment\\n")
-    ...     return 7
-    >>> decode_with_messages(noisy)
-    (7, ['Corrupt JPEG data: premature end of data segment'])
     """
+    if not capturing_decoder_messages():
+        return decode(), []
     for alone in (False, True):
         window = _CAPTURE.open(alone)
         if window is None:

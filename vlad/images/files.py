@@ -4,7 +4,9 @@ Folders are walked following symbolic links, each folder once; a folder that
 cannot be listed, or a link that loops back to a folder holding it, is
 reported, never silently left out. An image is refused before it is decoded
 when its header declares more pixels than the limit, and after, when the
-decoder reports corrupt data (see :mod:`vlad.images.decoder_messages`).
+decoder reports corrupt data inside
+:func:`~vlad.images.decoder_messages.capture_decoder_messages` (as the
+``vlad`` command reads images).
 Transparent pixels are composited on white.
 """
 
@@ -309,7 +311,10 @@ def read_image(
     ImageReadError
         The file cannot be opened, is not a regular file, is empty, is not a
         JPEG, PNG, BMP, TIFF or WebP image, declares more than ``max_pixels``
-        pixels, is truncated, holds data the decoder reports as corrupt, or
+        pixels, is truncated, holds data the decoder reports as corrupt
+        (told only inside
+        :func:`~vlad.images.decoder_messages.capture_decoder_messages`,
+        which leaves the decoders' messages out of standard error), or
         cannot be decoded. Its message is one line naming the file.
     """
     return read_image_reduced(path, max_pixels=max_pixels, colour=colour)[0]

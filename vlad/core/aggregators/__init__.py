@@ -15,24 +15,20 @@ rather than over the input.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import inspect
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends.compiled import numba_kernels
-from vlad.backends.jax_runtime import import_jax
-from vlad.backends.torch_runtime import import_torch
-from vlad.core.aggregators.jax_kernel import aggregate_jax
 from vlad.core.aggregators.loop import aggregate_loop
 from vlad.core.aggregators.masked import aggregate_masked
-from vlad.core.aggregators.numba_kernel import aggregate_numba
 from vlad.core.aggregators.ragged_cumsum import aggregate_ragged_cumsum
 from vlad.core.aggregators.sparse import aggregate_sparse
-from vlad.core.aggregators.torch_kernel import aggregate_torch
 from vlad.core.aggregators.ufunc_at import aggregate_ufunc_at
 from vlad.core.finite import check_residuals, restore_scale, run_in_range
 from vlad.core.validation import (
@@ -46,14 +42,16 @@ from vlad.core.validation import (
 
 __all__ = [
     "AGGREGATORS",
-    "FUSED_ENCODE",
+    "BACKEND_AGGREGATORS",
     "WEIGHTED_AGGREGATORS",
     "Aggregator",
+    "BackendAggregator",
     "aggregate",
     "available_aggregators",
     "call_aggregator",
     "check_aggregator_variant",
     "choose_aggregator",
+    "fused_encoder",
     "require_aggregator",
     "resolve_aggregator",
 ]
@@ -63,17 +61,74 @@ Aggregator = Callable[..., np.ndarray]
 #: Aggregators that take ``weights=`` (multiple and soft assignment).
 WEIGHTED_AGGREGATORS = frozenset({"auto", "loop", "sparse", "numba"})
 
-#: The module each optional aggregator needs, and its loader, which raises an
-#: ``ImportError`` that says how to install it.
-_REQUIRES: dict[str, tuple[str, Callable[[], object]]] = {
-    "numba": ("numba", numba_kernels),
-    "jax": ("jax", import_jax),
-    "torch": ("torch", import_torch),
+
+class BackendAggregator(NamedTuple):
+    """Where an aggregator of :mod:`vlad.backends` lives, as ``"module:name"``
+    strings imported on first use, so that this package imports nothing of
+    the back-ends (nor their optional dependencies) until one is called."""
+
+    #: The optional dependency it needs (a top-level package name).
+    requires: str
+    #: The aggregator function.
+    function: str
+    #: A function that loads what it needs, or raises an ``ImportError`` that
+    #: says how to install it.
+    loader: str
+    #: :func:`vlad.encode`'s pass fused with assignment, if it has one
+    #: (:func:`fused_encoder`).
+    fused: str | None = None
+
+
+#: The aggregators that live in :mod:`vlad.backends`, by name.
+BACKEND_AGGREGATORS: dict[str, BackendAggregator] = {
+    "numba": BackendAggregator(
+        "numba",
+        "vlad.backends.numba.aggregator:aggregate_numba",
+        "vlad.backends.numba:numba_kernels",
+        fused="vlad.backends.numba.fused:encode_blocks",
+    ),
+    "jax": BackendAggregator(
+        "jax",
+        "vlad.backends.jax.aggregator:aggregate_jax",
+        "vlad.backends.jax:import_jax",
+    ),
+    "torch": BackendAggregator(
+        "torch",
+        "vlad.backends.torch.aggregator:aggregate_torch",
+        "vlad.backends.torch:import_torch",
+    ),
 }
 
-#: Aggregators that :func:`vlad.encode` runs fused with assignment, in one pass
-#: over the descriptors (:mod:`vlad.backends.fused`).
-FUSED_ENCODE = frozenset({"numba"})
+
+def _load(entry: str) -> Callable:
+    """The function a ``"module:name"`` string names, its module imported."""
+    module, name = entry.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _backend_aggregator(name: str) -> Aggregator:
+    """The aggregator ``name`` of :data:`BACKEND_AGGREGATORS`, as a function
+    that imports its module when first called."""
+    entry = BACKEND_AGGREGATORS[name].function
+
+    def aggregate_on_backend(descriptors, labels, offsets, centers, **variants):
+        return _load(entry)(descriptors, labels, offsets, centers, **variants)
+
+    function_name = entry.partition(":")[2]
+    aggregate_on_backend.__name__ = aggregate_on_backend.__qualname__ = function_name
+    aggregate_on_backend.__doc__ = f"The {name!r} aggregator ({entry})."
+    return aggregate_on_backend
+
+
+def fused_encoder(name: str | None) -> Callable | None:
+    """:func:`vlad.encode`'s pass of aggregator ``name`` fused with assignment,
+    in one pass over the descriptors (see
+    :func:`vlad.backends.numba.fused.encode_blocks`), or None when it has
+    none."""
+    backend = BACKEND_AGGREGATORS.get(name)
+    if backend is None or backend.fused is None:
+        return None
+    return _load(backend.fused)
 
 
 def available_aggregators() -> list[str]:
@@ -81,7 +136,8 @@ def available_aggregators() -> list[str]:
     return [
         name
         for name in AGGREGATORS
-        if name not in _REQUIRES or importlib.util.find_spec(_REQUIRES[name][0])
+        if name not in BACKEND_AGGREGATORS
+        or importlib.util.find_spec(BACKEND_AGGREGATORS[name].requires)
     ]
 
 
@@ -96,9 +152,8 @@ def require_aggregator(name: str) -> None:
     """
     if name == "auto":
         name = choose_aggregator(0, 1, 1)
-    if name in _REQUIRES:
-        _, load = _REQUIRES[name]
-        load()
+    if name in BACKEND_AGGREGATORS:
+        _load(BACKEND_AGGREGATORS[name].loader)()
 
 
 def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> str:
@@ -113,7 +168,7 @@ def choose_aggregator(n_descriptors: int, n_clusters: int, n_features: int) -> s
     today it does not.
     """
     try:
-        numba_kernels()
+        _load(BACKEND_AGGREGATORS["numba"].loader)()
     except ImportError:
         return "sparse"
     return "numba"
@@ -141,9 +196,7 @@ AGGREGATORS: dict[str, Aggregator] = {
     "ufunc-at": aggregate_ufunc_at,
     "ragged-cumsum": aggregate_ragged_cumsum,
     "sparse": aggregate_sparse,
-    "numba": aggregate_numba,
-    "jax": aggregate_jax,
-    "torch": aggregate_torch,
+    **{name: _backend_aggregator(name) for name in BACKEND_AGGREGATORS},
 }
 
 

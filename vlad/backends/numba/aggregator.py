@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.backends.compiled import numba_kernels
+from vlad.backends.numba import numba_kernels
 from vlad.core.aggregators.segments import raise_non_finite_result
 from vlad.core.parallel import available_cores, balanced_ranges, run_ranges
 

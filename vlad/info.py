@@ -83,10 +83,10 @@ def describe_file(path: str | os.PathLike) -> dict:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import vlad, vlad.formats.info
+    >>> import vlad
     >>> path = pathlib.Path(tempfile.mkdtemp(), "codebook.npz")
     >>> vlad.fit_codebook(vlad.datasets.make_descriptor_sets(4, 50, 8), 2).save(path)
-    >>> summary = vlad.formats.info.describe_file(path)
+    >>> summary = vlad.describe_file(path)
     >>> summary["kind"], summary["n_clusters"], summary["n_features"]
     ('codebook', 2, 8)
     """

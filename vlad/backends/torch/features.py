@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from vlad.backends.torch_runtime import import_torch
+from vlad.backends.torch import import_torch
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "PatchTokens"]
 
@@ -108,6 +108,9 @@ class PatchTokens:
         self.device = torch.device(device)
         self._lock = threading.Lock()
         model_class = type(model)
+        # The name descriptor files record, compared with a codebook's: it
+        # keeps the module path it was first written with, so that files
+        # written before the module moved stay comparable.
         self.extractor_name = (
             f"vlad.backends.torch_features:PatchTokens({model_class.__module__}."
             f"{model_class.__qualname__}, patch_size={self.patch_size}, "

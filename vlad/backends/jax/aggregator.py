@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.backends import jax_kernels
-from vlad.backends.jax_batches import host_chunks, plan_batch, precision_scope
-from vlad.backends.jax_runtime import import_jax
+from vlad.backends.jax import import_jax
+from vlad.backends.jax import kernels as jax_kernels
+from vlad.backends.jax.batches import host_chunks, plan_batch, precision_scope
 
 __all__ = ["aggregate_jax"]
 

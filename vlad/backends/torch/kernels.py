@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from vlad.backends.layout import BLOCK_ROWS, summation_blocks
-from vlad.backends.torch_runtime import full_float32_matmul, import_torch
+from vlad.backends.torch import full_float32_matmul, import_torch
 from vlad.core.normalization import NORM_FLOOR
 
 __all__ = [

@@ -8,15 +8,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends import jax_kernels
-from vlad.backends.jax_batches import (
+from vlad.backends.device_encoder import DeviceEncoder
+from vlad.backends.jax import import_jax
+from vlad.backends.jax import kernels as jax_kernels
+from vlad.backends.jax.batches import (
     host_chunks,
     plan_batch,
     precision_scope,
     raise_unless_finite,
 )
-from vlad.backends.jax_runtime import import_jax
-from vlad.core.codebook import Codebook, as_centers
+from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.options import EncodingOptions
 from vlad.core.validation import check_n_features
@@ -24,7 +25,7 @@ from vlad.core.validation import check_n_features
 __all__ = ["JaxEncoder"]
 
 
-class JaxEncoder:
+class JaxEncoder(DeviceEncoder):
     """Assign, aggregate and normalise on a JAX device (GPU, TPU or CPU).
 
     The codebook moves to the device once, at construction. Each call sends
@@ -81,6 +82,8 @@ class JaxEncoder:
     (4, 128)
     """
 
+    backend = "jax"
+
     def __init__(
         self,
         codebook: Codebook | ArrayLike,
@@ -90,34 +93,23 @@ class JaxEncoder:
         keep_on_device: bool = False,
         **settings,
     ):
-        self.options = EncodingOptions.resolve(options, **settings).for_backend(
-            "jax", "JaxEncoder"
-        )
-        if not isinstance(keep_on_device, (bool, np.bool_)):
-            raise TypeError(
-                f"keep_on_device must be True or False; got {keep_on_device!r}"
-            )
-        import_jax()
-        self._centers = as_centers(codebook)
+        super().__init__(codebook, options, keep_on_device=keep_on_device, **settings)
         self._device = device
-        self._codebooks: dict[np.dtype, tuple] = {}
-        self.keep_on_device = bool(keep_on_device)
-        self.n_clusters, self.n_features = self._centers.shape
         self._codebook(np.dtype(np.float32))
 
-    def _codebook(self, dtype: np.dtype) -> tuple:
-        """``(centers, -2 centers.T, |c|^2)`` in ``dtype`` on the device."""
-        if dtype not in self._codebooks:
-            jax = import_jax()
-            centers = self._centers.astype(dtype)
-            arrays = (
-                centers,
-                np.ascontiguousarray(-2.0 * centers.T),
-                np.einsum("kf,kf->k", centers, centers),
-            )
-            with precision_scope(dtype):
-                self._codebooks[dtype] = jax.device_put(arrays, self._device)
-        return self._codebooks[dtype]
+    def _import_runtime(self) -> Any:
+        return import_jax()
+
+    def _codebook_on_device(self, dtype: np.dtype) -> tuple:
+        jax = import_jax()
+        centers = self._centers.astype(dtype)
+        arrays = (
+            centers,
+            np.ascontiguousarray(-2.0 * centers.T),
+            np.einsum("kf,kf->k", centers, centers),
+        )
+        with precision_scope(dtype):
+            return jax.device_put(arrays, self._device)
 
     def __call__(
         self, descriptor_sets: DescriptorSets | Sequence[ArrayLike] | np.ndarray
@@ -144,12 +136,7 @@ class JaxEncoder:
         check_n_features(sets.n_features, self.n_features)
         descriptors = sets.descriptors
         options = self.options
-        normalization = {
-            "power": options.power,
-            "intra": options.intra,
-            "l2": options.l2,
-            "mass": options.mass,
-        }
+        normalization = self._normalization()
         jax = import_jax()
         plan = plan_batch(
             sets.offsets, self.n_features, descriptors.itemsize, self.n_clusters

@@ -18,39 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.backends.compiled import numba_kernels
+from vlad.backends.numba import numba_kernels
 from vlad.core.aggregators.segments import raise_non_finite_result
 from vlad.core.assignment import raise_non_finite
-from vlad.core.parallel import balanced_ranges
+from vlad.core.normalization import normalize_in_place
+from vlad.core.options import EncodingOptions
+from vlad.core.parallel import run_ranges
 
-__all__ = [
-    "ROWS_PER_BLOCK",
-    "fused_residuals",
-    "fused_weighted_residuals",
-    "image_blocks",
-]
-
-#: Rows of one worker's block (whole images): large enough to amortise the
-#: hand-off, small enough that every worker gets several blocks.
-ROWS_PER_BLOCK = 16_384
-
-
-def image_blocks(
-    offsets: np.ndarray, n_clusters: int, n_workers: int = 1
-) -> list[tuple[int, int]]:
-    """Split images into contiguous blocks of about ``ROWS_PER_BLOCK`` rows.
-
-    Each image also weighs ``n_clusters`` rows (writing its ``K`` result blocks),
-    so that many empty images still make several blocks. The number of blocks
-    is a multiple of ``n_workers``, so that (images allowing) the blocks of
-    equal weight end together instead of leaving all but one worker idle
-    while the last block runs.
-    """
-    n_images = offsets.shape[0] - 1
-    weights = offsets + np.arange(n_images + 1, dtype=np.int64) * n_clusters
-    n_blocks = max(1, -(-int(weights[-1]) // ROWS_PER_BLOCK))
-    n_blocks = -(-n_blocks // n_workers) * n_workers
-    return balanced_ranges(weights, n_blocks)
+__all__ = ["encode_blocks", "fused_residuals", "fused_weighted_residuals"]
 
 
 def fused_residuals(
@@ -193,3 +168,56 @@ def fused_weighted_residuals(
     kernels.flush_weighted(image, last, sums, image_masses, residuals, masses, status)
     if status[0]:
         raise_non_finite_result(descriptors[row_start:row_stop])
+
+
+def encode_blocks(
+    descriptors: np.ndarray,
+    offsets: np.ndarray,
+    centers: np.ndarray,
+    blocks: list[tuple[int, int]],
+    n_workers: int,
+    options: EncodingOptions,
+    chunk_bytes: int,
+) -> np.ndarray:
+    """Assign, aggregate and normalise block by block, blocks across threads:
+    :func:`vlad.encode`'s pass for the ``numba`` aggregator.
+
+    Returns the normalised residuals ``(n_images, n_clusters, n_features)``
+    in the descriptors' dtype; ``blocks`` are ranges of whole images
+    (:func:`vlad.core.encoding.image_blocks`), ``chunk_bytes`` bounds one
+    chunk's product matrix.
+    """
+    n_images = offsets.shape[0] - 1
+    n_clusters, n_features = centers.shape
+    residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)
+    variant = options.residual_norm or options.weighted
+    counts = np.empty((n_images, n_clusters), dtype=np.float64 if variant else np.int64)
+
+    def encode_block(first: int, last: int) -> None:
+        if variant:
+            fused_weighted_residuals(
+                descriptors, offsets, centers, first, last, chunk_bytes,
+                residuals, counts, n_nearest=options.n_nearest,
+                soft=options.assignment == "soft",
+                kernel_width=options.kernel_width,
+                residual_norm=options.residual_norm,
+            )  # fmt: skip
+        else:
+            fused_residuals(
+                descriptors, offsets, centers, first, last, chunk_bytes, residuals,
+                counts,
+            )  # fmt: skip
+        normalize_in_place(
+            residuals[first:last],
+            power=options.power,
+            intra=options.intra,
+            l2=options.l2,
+            counts=counts[first:last] if options.mass else None,
+        )
+
+    run_ranges(
+        encode_block,
+        blocks,
+        n_workers,
+    )
+    return residuals

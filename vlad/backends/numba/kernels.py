@@ -1,7 +1,7 @@
 """Compiled loops shared by the ``numba`` aggregator and the fused encoder.
 
 This module imports numba; import it through
-:func:`vlad.backends.compiled.numba_kernels`,
+:func:`vlad.backends.numba.numba_kernels`,
 which says how to install numba when it is missing. The kernels are module
 level so that numba's on-disk cache finds them again in a new process.
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.backends import torch_kernels
-from vlad.backends.torch_runtime import import_torch
+from vlad.backends.torch import import_torch
+from vlad.backends.torch import kernels as torch_kernels
 
 __all__ = ["aggregate_torch"]
 

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.backends import torch_kernels
-from vlad.backends.torch_runtime import import_torch
-from vlad.core.codebook import Codebook, as_centers
+from vlad.backends.device_encoder import DeviceEncoder
+from vlad.backends.torch import import_torch
+from vlad.backends.torch import kernels as torch_kernels
+from vlad.core.codebook import Codebook
 from vlad.core.descriptors import as_descriptor_sets
 from vlad.core.options import EncodingOptions
 from vlad.core.validation import as_offsets, check_n_features
@@ -17,7 +18,7 @@ from vlad.core.validation import as_offsets, check_n_features
 __all__ = ["TorchEncoder"]
 
 
-class TorchEncoder:
+class TorchEncoder(DeviceEncoder):
     """Assign, aggregate and normalise with PyTorch (CPU or CUDA).
 
     The contract of :class:`vlad.JaxEncoder`, for PyTorch users: the codebook
@@ -65,7 +66,7 @@ class TorchEncoder:
     --------
     vlad.encode : The NumPy pipeline this reproduces.
     vlad.JaxEncoder : The same with JAX.
-    vlad.backends.torch_layer.NetVLAD : A trainable VLAD layer.
+    vlad.backends.torch.layer.NetVLAD : A trainable VLAD layer.
 
     Examples
     --------
@@ -77,6 +78,8 @@ class TorchEncoder:
     (4, 128)
     """
 
+    backend = "torch"
+
     def __init__(
         self,
         codebook: Codebook | ArrayLike,
@@ -86,33 +89,23 @@ class TorchEncoder:
         keep_on_device: bool = False,
         **settings,
     ):
-        self.options = EncodingOptions.resolve(options, **settings).for_backend(
-            "torch", "TorchEncoder"
-        )
-        if not isinstance(keep_on_device, (bool, np.bool_)):
-            raise TypeError(
-                f"keep_on_device must be True or False; got {keep_on_device!r}"
-            )
+        super().__init__(codebook, options, keep_on_device=keep_on_device, **settings)
         torch = import_torch()
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
-        self.keep_on_device = bool(keep_on_device)
-        self._centers = as_centers(codebook)
-        self.n_clusters, self.n_features = self._centers.shape
-        self._codebooks: dict[Any, tuple] = {}
 
-    def _codebook(self, dtype) -> tuple:
-        """``(centers, -2 centers.T, |c|^2)`` as tensors of ``dtype``."""
-        if dtype not in self._codebooks:
-            torch = import_torch()
-            centers = torch.from_numpy(self._centers).to(self.device, dtype)
-            self._codebooks[dtype] = (
-                centers,
-                (-2.0 * centers.T).contiguous(),
-                (centers * centers).sum(dim=1),
-            )
-        return self._codebooks[dtype]
+    def _import_runtime(self) -> Any:
+        return import_torch()
+
+    def _codebook_on_device(self, dtype) -> tuple:
+        torch = import_torch()
+        centers = torch.from_numpy(self._centers).to(self.device, dtype)
+        return (
+            centers,
+            (-2.0 * centers.T).contiguous(),
+            (centers * centers).sum(dim=1),
+        )
 
     def __call__(
         self,
@@ -160,14 +153,8 @@ class TorchEncoder:
         sums, image_counts = torch_kernels.block_sums(
             partials, counts, layout, self.n_clusters
         )
-        options = self.options
         vectors = torch_kernels.normalize_sums(
-            sums,
-            image_counts,
-            power=options.power,
-            intra=options.intra,
-            l2=options.l2,
-            mass=options.mass,
+            sums, image_counts, **self._normalization()
         )
         if tensor_input or self.keep_on_device:
             return vectors

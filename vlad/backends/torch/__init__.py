@@ -1,4 +1,13 @@
-"""PyTorch, imported on first use, and full float32 precision for products.
+"""The PyTorch back-end; PyTorch itself imported on first use
+(:func:`import_torch`), and full float32 precision for products.
+
+- :mod:`vlad.backends.torch.kernels`: distances, residual sums and
+  normalisation on tensors;
+- :mod:`vlad.backends.torch.aggregator`: the ``torch`` aggregator;
+- :mod:`vlad.backends.torch.encoder`: :class:`vlad.TorchEncoder`;
+- :mod:`vlad.backends.torch.layer`: the trainable NetVLAD layer;
+- :mod:`vlad.backends.torch.features`: a vision transformer's patch tokens as
+  local descriptors.
 
 On NVIDIA GPUs PyTorch may compute float32 matrix products in TF32 (10-bit
 mantissas) when a program allows it (``torch.backends.cuda.matmul.
@@ -66,7 +75,7 @@ def full_float32_matmul() -> contextlib.AbstractContextManager[None]:
     Examples
     --------
     >>> import torch  # doctest: +SKIP
-    >>> from vlad.backends.torch_runtime import full_float32_matmul
+    >>> from vlad.backends.torch import full_float32_matmul
     >>> torch.backends.cuda.matmul.fp32_precision = "tf32"  # doctest: +SKIP
     >>> with full_float32_matmul():  # doctest: +SKIP
     ...     torch.backends.cuda.matmul.fp32_precision

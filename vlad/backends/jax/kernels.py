@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 
-from vlad.backends.jax_runtime import import_jax
+from vlad.backends.jax import import_jax
 from vlad.backends.layout import BLOCK_ROWS
 from vlad.core.normalization import NORM_FLOOR
 

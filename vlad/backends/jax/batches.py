@@ -1,7 +1,7 @@
 """Host side of the JAX back-end: a batch's layout and its chunks.
 
 :func:`plan_batch` turns the offsets into the small arrays the kernels of
-:mod:`vlad.backends.jax_kernels` need (image boundaries and summation blocks,
+:mod:`vlad.backends.jax.kernels` need (image boundaries and summation blocks,
 padded to powers of two so that compilations stay few);
 :func:`host_chunks` cuts the descriptors into chunks, each a view of the
 caller's array (only a batch smaller than one chunk is copied, to pad it).
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from vlad.backends.jax_runtime import import_jax
+from vlad.backends.jax import import_jax
 from vlad.backends.layout import (
     bucket_size,
     chunk_rows_for,

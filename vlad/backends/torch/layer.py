@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.backends.netvlad import initial_parameters, sharpness_for
-from vlad.backends.torch_runtime import full_float32_matmul, import_torch
+from vlad.backends.torch import full_float32_matmul, import_torch
 from vlad.core.codebook import Codebook
 from vlad.core.normalization import NORM_FLOOR
 from vlad.core.validation import as_offsets, check_positive_int

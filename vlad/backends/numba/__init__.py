@@ -1,4 +1,14 @@
-"""Access to the compiled kernels, which need the optional numba."""
+"""The numba back-end: compiled loops, loaded on first use (numba is
+optional).
+
+- :mod:`vlad.backends.numba.kernels`: the compiled loops themselves;
+- :mod:`vlad.backends.numba.aggregator`: the ``numba`` aggregator;
+- :mod:`vlad.backends.numba.fused`: :func:`vlad.encode`'s pass with
+  assignment and aggregation fused.
+
+This module loads the kernels (:func:`numba_kernels`) and imports numba only
+then.
+"""
 
 from __future__ import annotations
 
@@ -26,4 +36,4 @@ def numba_kernels() -> ModuleType:
             "the 'numba' aggregator requires numba; install it with: "
             "pip install 'vlad-toolkit[numba]'"
         ) from None
-    return importlib.import_module("vlad.backends.numba_kernels")
+    return importlib.import_module("vlad.backends.numba.kernels")
