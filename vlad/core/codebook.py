@@ -123,7 +123,7 @@ class Codebook:
             digest.update(f"vocabularies{list(self.vocabulary_sizes)}".encode())
         return digest.hexdigest()[:16]
 
-    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write to an ``.npz`` file atomically; never pickles.
 
         An existing file is replaced only with ``overwrite``, and never one

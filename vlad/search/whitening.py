@@ -105,11 +105,13 @@ class PCAWhitening:
             "power": self.power,
         }
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write to an ``.npz`` file atomically."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+        """Write to an ``.npz`` file atomically; an existing file is replaced
+        only with ``overwrite`` (``FileExistsError`` otherwise)."""
         save_record_archive(
             path,
             {"format": "whitening", "format_version": FORMAT_VERSION, **self.record()},
+            overwrite=overwrite,
             mean=self.mean,
             components=self.components,
             explained_variance=self.explained_variance,
