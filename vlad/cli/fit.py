@@ -9,6 +9,7 @@ import click
 
 from vlad.cli.kmeans_options import kmeans_options
 from vlad.cli.options import (
+    deprecated_alias,
     descriptor_options,
     input_argument,
     jobs_option,
@@ -37,7 +38,6 @@ logger = logging.getLogger("vlad.cli")
 @click.command(short_help="Fit a k-means codebook on images or descriptors.")
 @input_argument
 @click.option(
-    "-k",
     "--n-clusters",
     type=click.IntRange(min=1),
     default=DEFAULT_N_CLUSTERS,
@@ -92,6 +92,7 @@ logger = logging.getLogger("vlad.cli")
 @jobs_option
 @overwrite_option
 @verbosity_options
+@deprecated_alias("-k", "--n-clusters", "n_clusters", "fit", type=click.IntRange(min=1))
 def fit(
     inputs: tuple[Path, ...],
     n_clusters: int,
@@ -120,8 +121,8 @@ def fit(
 
     \b
     Examples:
-        vlad fit data -k 16 -o codebook.npz
-        vlad fit data -k 16 --vocabularies 4 -o codebooks.npz
+        vlad fit data --n-clusters 16 -o codebook.npz
+        vlad fit data --n-clusters 16 --vocabularies 4 -o codebooks.npz
         vlad fit mine/ --adapt generic.npz -o adapted.npz
     """
     check_outputs([output], overwrite)
@@ -185,7 +186,7 @@ def _adapt_or_fit_vocabularies(
         ]
         if given:
             options = {
-                "n_clusters": "-k/--n-clusters",
+                "n_clusters": "--n-clusters",
                 "sample": "--sample",
                 "per_image": "--per-image",
                 "seed": "--seed",

@@ -15,6 +15,7 @@ from vlad.images.detectors import DETECTORS
 from vlad.images.sift import SiftOptions
 
 __all__ = [
+    "deprecated_alias",
     "option_group",
     "assignment_options",
     "descriptor_options",
@@ -63,6 +64,38 @@ def option_group(
         for option in reversed(options):
             wrapper = option(wrapper)
         return wrapper
+
+    return decorator
+
+
+def deprecated_alias(
+    old: str, new: str, name: str, command_name: str, **attributes
+) -> Callable[[Callable], Callable]:
+    """A hidden option ``old`` that gives the parameter ``name`` (the option
+    ``new``) its value, saying on stderr that ``old`` is deprecated.
+
+    The command receives ``name`` as if ``new`` had been given; giving both is
+    a usage error. ``attributes`` are ``click.option``'s (``type``,
+    ``multiple``), as ``new``'s.
+    """
+    alias = f"deprecated_{name}"
+
+    def decorator(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            value = kwargs.pop(alias)
+            if value is None or value == ():
+                return command(*args, **kwargs)
+            ctx = click.get_current_context()
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"{old} and {new} are one option; give {new}")
+            click.echo(
+                f"{old} is deprecated for vlad {command_name}; use {new}", err=True
+            )
+            ctx.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
+            return command(*args, **{**kwargs, name: value})
+
+        return click.option(old, alias, hidden=True, **attributes)(wrapper)
 
     return decorator
 
