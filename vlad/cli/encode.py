@@ -71,9 +71,9 @@ logger = logging.getLogger("vlad.cli")
     help="Implementation of the residual sums; all give the same vectors.",
 )
 @spec_option(POWER)
-@spec_option(INTRA, "--intra/--no-intra")
-@spec_option(MASS, "--mass/--no-mass")
-@spec_option(L2, "--l2/--no-l2")
+@spec_option(INTRA)
+@spec_option(MASS)
+@spec_option(L2)
 @assignment_options
 @shard_options(
     SHARD_IMAGES,

@@ -96,12 +96,16 @@ def _bounds(parameter: Parameter) -> dict:
 def spec_option(parameter: Parameter, *decls: str, **attributes) -> Callable:
     """``click.option`` for ``parameter``: its type, default and help.
 
-    ``decls`` default to ``--NAME`` (``--max-side`` for ``max_side``); a bool
-    takes ``--NAME/--no-NAME`` or ``is_flag``. ``attributes`` replace what
-    the specification gives (``default=None`` for "the codebook's").
+    ``decls`` default to ``--NAME`` (``--max-side`` for ``max_side``), or
+    ``--NAME/--no-NAME`` for a bool that is not ``is_flag``. ``attributes``
+    replace what the specification gives (``default=None`` for "the
+    codebook's").
     """
     if not decls:
-        decls = ("--" + parameter.name.replace("_", "-"),)
+        flag = "--" + parameter.name.replace("_", "-")
+        if parameter.kind is bool and not attributes.get("is_flag"):
+            flag = f"{flag}/--no-{flag[2:]}"
+        decls = (flag,)
     settings = {"help": parameter.help, "default": parameter.default}
     if parameter.kind is not bool:
         kinds = {int: SpecifiedInt, float: SpecifiedFloat, str: SpecifiedChoice}
@@ -192,7 +196,7 @@ def assignment_options(command: Callable) -> Callable:
         "variants",
         ("residual_norm", "assignment", "n_nearest", "kernel_width"),
         [
-            spec_option(RESIDUAL_NORM, "--residual-norm/--no-residual-norm"),
+            spec_option(RESIDUAL_NORM),
             spec_option(ASSIGNMENT),
             spec_option(N_NEAREST, "--nearest", "n_nearest"),
             spec_option(KERNEL_WIDTH),
@@ -279,6 +283,8 @@ def descriptor_options(
         """How the help shows the default of option ``name``."""
         if from_codebook:
             return "the codebook's"
+        if name == "root_sift":
+            return "--root-sift for SIFT"
         value = getattr(_DEFAULTS, name)
         if isinstance(value, bool):
             flag = name.replace("_", "-")
@@ -296,55 +302,13 @@ def descriptor_options(
             + (" (the codebook's, when fitted with one)." if from_codebook else "."),
         )
     ]
-    specified = {parameter.name: parameter for parameter in DESCRIPTOR_PARAMETERS}
     options = [
-        spec_option(
-            specified["features"],
-            default=None,
-            show_default=shown_default("features"),
-        ),
-        spec_option(
-            specified["root_sift"],
-            "--root-sift/--no-root-sift",
-            default=None,
-            show_default="the codebook's" if from_codebook else "--root-sift for SIFT",
-        ),
-        *(
-            spec_option(
-                specified[name],
-                *(
-                    (f"--{name.replace('_', '-')}/--no-{name.replace('_', '-')}",)
-                    if specified[name].kind is bool
-                    else ()
-                ),
-                default=None,
-                show_default=shown_default(name),
-            )
-            for name in (
-                "dense",
-                "max_side",
-                "max_keypoints",
-                "min_keypoints",
-                "max_pixels",
-                "reduce_jpeg",
-                "affine_tilts",
-            )
-        ),
+        spec_option(parameter, default=None, show_default=shown_default(parameter.name))
+        for parameter in DESCRIPTOR_PARAMETERS
     ]
-
     return option_group(
         "descriptor_options",
-        (
-            "features",
-            "root_sift",
-            "dense",
-            "max_side",
-            "max_keypoints",
-            "min_keypoints",
-            "max_pixels",
-            "reduce_jpeg",
-            "affine_tilts",
-        ),
+        tuple(parameter.name for parameter in DESCRIPTOR_PARAMETERS),
         (extractor_options if extractor else []) + options,
         drop_unset=True,
     )
