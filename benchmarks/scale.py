@@ -44,14 +44,15 @@ PHOTO_SIZE = (320, 240)
 #: ones' outputs.
 COMMANDS = {
     "extract PHOTOS -o descriptors": "extract {photos} -o {out}/d -j {jobs}",
-    "fit descriptors -k 64": "fit {out}/d -k 64 -o {out}/c.npz",
+    "fit descriptors --n-clusters 64": "fit {out}/d --n-clusters 64 -o {out}/c.npz",
     "encode descriptors -o vectors": "encode {out}/d -c {out}/c.npz -o {out}/v "
     "-j {jobs}",
 }
 #: With ``--layout files``: the same through one ``.npz`` and one ``.npy``.
 SINGLE_FILE_COMMANDS = {
     "extract PHOTOS -o descriptors.npz": "extract {photos} -o {out}/d.npz -j {jobs}",
-    "fit descriptors.npz -k 64": "fit {out}/d.npz -k 64 -o {out}/c1.npz",
+    "fit descriptors.npz --n-clusters 64": "fit {out}/d.npz --n-clusters 64 "
+    "-o {out}/c1.npz",
     "encode descriptors.npz -o vectors.npy": "encode {out}/d.npz -c {out}/c1.npz "
     "-o {out}/v1.npy -j {jobs}",
 }

@@ -74,7 +74,12 @@ def test_float64_descriptors_give_float64_centres(blobs):
             "n_clusters must be an integer",
         ),
         (np.ones((5, 2)), {"n_clusters": 2.5}, TypeError, "got 2.5"),
-        (np.ones((5, 2)), {"sample": 0}, ValueError, "sample must be an integer >= 1"),
+        (
+            np.ones((5, 2)),
+            {"sample": 0},
+            ValueError,
+            "sample must be None or an integer >= 1; got 0",
+        ),
         (
             np.ones((5, 2)),
             {"algorithm": "elkan"},

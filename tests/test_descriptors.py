@@ -281,6 +281,7 @@ def write_by_hand(path, format_version, **extra_record):
             "descriptor": {"extractor": "opencv-sift"},
             **extra_record,
         },
+        overwrite=True,
         descriptors=np.arange(6, dtype=np.float32).reshape(3, 2),
         offsets=np.array([0, 1, 3]),
         names=np.array(["a.jpg", "b.jpg"]),

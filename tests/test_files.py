@@ -187,3 +187,48 @@ def test_a_single_array_is_not_a_record_archive(tmp_path):
         np.save(handle, np.zeros(3))
     with pytest.raises(ValueError, match="holds a single array, not an .npz archive"):
         read_record_archive(path, "thing", ())
+
+
+def _savers():
+    """Every public way to write a file or folder, as ``save(path, **kwargs)``."""
+    import vlad
+    from vlad.formats.hloc import write_global_features
+    from vlad.search import build_index, fit_whitening
+    from vlad.search.asmk import build_asmk_index
+
+    sets = vlad.datasets.make_descriptor_sets(3, 6, 4, seed=0)
+    codebook = vlad.fit_codebook(sets, 2, seed=0)
+    vectors = vlad.encode(sets, codebook)
+    names = ["a", "b", "c"]
+    return {
+        "save_vectors": lambda path, **kw: vlad.save_vectors(
+            path.with_suffix(".npy"), vectors, names, {}, **kw
+        ),
+        "write_global_features": lambda path, **kw: write_global_features(
+            path.with_suffix(".h5"), vectors, names, **kw
+        ),
+        "Codebook.save": lambda path, **kw: codebook.save(
+            path.with_suffix(".npz"), **kw
+        ),
+        "DescriptorSets.save": lambda path, **kw: sets.save(
+            path.with_suffix(".npz"), **kw
+        ),
+        "PCAWhitening.save": lambda path, **kw: fit_whitening(vectors).save(
+            path.with_suffix(".npz"), **kw
+        ),
+        "VectorIndex.save": lambda path, **kw: build_index(vectors, names).save(
+            path, **kw
+        ),
+        "ASMKIndex.save": lambda path, **kw: build_asmk_index(sets, codebook).save(
+            path, **kw
+        ),
+    }
+
+
+@pytest.mark.parametrize("saver", sorted(_savers()))
+def test_every_save_refuses_an_existing_output_unless_told(tmp_path, saver):
+    save = _savers()[saver]
+    save(tmp_path / "out")
+    with pytest.raises(FileExistsError, match="exists"):
+        save(tmp_path / "out")
+    save(tmp_path / "out", overwrite=True)

@@ -444,10 +444,10 @@ def test_fit_encode_index_search_from_the_command_line(tmp_path):
     paths = {key: str(tmp_path / key) for key in ("codebook.npz", "index")}
     global_feats, pairs = tmp_path / "global-feats-vlad.h5", tmp_path / "pairs.txt"
     commands = [
-        ["fit", str(features), "-k", "4", "-o", paths["codebook.npz"]],
+        ["fit", str(features), "--n-clusters", "4", "-o", paths["codebook.npz"]],
         ["encode", str(features), "-c", paths["codebook.npz"], "-o", str(global_feats)],
         ["index", str(global_feats), "-o", paths["index"]],
-        ["search", paths["index"], str(global_feats), "-k", "2", "-o", str(pairs)],
+        ["search", paths["index"], str(global_feats), "--top", "2", "-o", str(pairs)],
     ]
     for command in commands:
         result = runner.invoke(cli, command)
@@ -473,7 +473,7 @@ def test_fit_encode_index_search_from_the_command_line(tmp_path):
             str(features),
             "-c",
             paths["codebook.npz"],
-            "-k",
+            "--top",
             "2",
             "--rerank",
             "spatial",
@@ -490,7 +490,7 @@ def test_fit_encode_index_search_from_the_command_line(tmp_path):
     # The record kept in the .h5 refuses vectors of another codebook.
     other, other_feats = str(tmp_path / "other.npz"), str(tmp_path / "other.h5")
     for command in (
-        ["fit", str(features), "-k", "3", "-o", other],
+        ["fit", str(features), "--n-clusters", "3", "-o", other],
         ["encode", str(features), "-c", other, "-o", other_feats],
     ):
         assert runner.invoke(cli, command).exit_code == 0

@@ -193,7 +193,7 @@ def test_auto_backend_is_faiss_unless_an_algorithm_is_asked_for(blobs, monkeypat
         ({"spherical": True, "algorithm": "minibatch"}, ValueError, "spherical"),
         ({"spherical": "yes"}, TypeError, "spherical must be True or False"),
         ({"n_jobs": 0}, ValueError, "n_jobs"),
-        ({"max_iter": 0}, ValueError, "max_iter must be an integer >= 1"),
+        ({"max_iter": 0}, ValueError, "max_iter must be None or an integer >= 1"),
     ],
 )
 def test_bad_kmeans_settings_get_a_clear_error(blobs, kwargs, error, message):

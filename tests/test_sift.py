@@ -128,7 +128,7 @@ def test_tiny_images_do_not_fail(shape):
     [
         ({"max_side": -1}, ValueError, "max_side must be an integer >= 0"),
         ({"max_keypoints": 2.5}, TypeError, "max_keypoints must be an integer"),
-        ({"root_sift": "yes"}, TypeError, "root_sift must be True or False"),
+        ({"root_sift": "yes"}, TypeError, "root_sift must be True, False or None"),
         ({"dense": 1}, TypeError, "dense must be True or False"),
     ],
 )

@@ -232,3 +232,15 @@ def test_transform_refuses_another_dimension_and_nan():
         whitening.transform(np.ones((2, 4)))
     with pytest.raises(ValueError, match="NaN"):
         whitening.transform([[np.nan, 0, 0]])
+
+
+def test_random_state_is_a_deprecated_name_of_seed(monkeypatch):
+    monkeypatch.setattr(vlad.search.whitening, "MAX_EXACT_SIDE", 10)
+    vectors = np.random.default_rng(7).standard_normal((40, 30))
+    by_seed = fit_whitening(vectors, 5, seed=3)
+    with pytest.warns(FutureWarning, match="random_state is deprecated; use seed"):
+        by_old_name = fit_whitening(vectors, 5, random_state=3)
+    np.testing.assert_array_equal(by_old_name.components, by_seed.components)
+    assert not np.array_equal(
+        fit_whitening(vectors, 5, seed=4).components, by_seed.components
+    )

@@ -42,7 +42,7 @@ def photo_sets():
 def main_job(tmp_path_factory):
     """The Quick start's main job, at default options: fit, then encode, data/."""
     folder = tmp_path_factory.mktemp("main-job")
-    fitted = run("fit", DATA, "-k", 16, "-o", folder / "codebook.npz")
+    fitted = run("fit", DATA, "--n-clusters", 16, "-o", folder / "codebook.npz")
     encoded = run(
         "encode", DATA, "--codebook", folder / "codebook.npz", "-o", folder / "v.npy"
     )

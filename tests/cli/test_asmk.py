@@ -21,7 +21,14 @@ def asmk_built(tmp_path_factory):
     ASMK* index."""
     folder = tmp_path_factory.mktemp("asmk")
     run("extract", DATA, *FAST, "-o", folder / "descriptors.npz")
-    run("fit", folder / "descriptors.npz", "-k", 64, "-o", folder / "codebook.npz")
+    run(
+        "fit",
+        folder / "descriptors.npz",
+        "--n-clusters",
+        64,
+        "-o",
+        folder / "codebook.npz",
+    )
     run(
         "index",
         folder / "descriptors.npz",
@@ -55,7 +62,7 @@ def test_search_gives_the_library_s_results(asmk_built, tmp_path, queries):
         inputs,
         "-c",
         asmk_built / "codebook.npz",
-        "-k",
+        "--top",
         3,
         "--multiple-assignment",
         2,
@@ -172,7 +179,7 @@ def test_a_folder_of_shards_gives_the_same_index_and_results(asmk_built, tmp_pat
     assert from_shards.names == from_file.names
     np.testing.assert_array_equal(from_shards.codes, from_file.codes)
     np.testing.assert_array_equal(from_shards.entry_images, from_file.entry_images)
-    run("search", tmp_path / "index", shards, "-k", 2, "-o", tmp_path / "r.json")
+    run("search", tmp_path / "index", shards, "--top", 2, "-o", tmp_path / "r.json")
     expected = from_file.search(
         vlad.DescriptorSets.load(asmk_built / "descriptors.npz"), 2
     )

@@ -40,7 +40,13 @@ def test_a_folder_holds_what_a_npy_holds(tmp_path, codebook_path):
     assert "n_images: 8" in info and "n_shards: 3" in info
     run("index", tmp_path / "v", "-o", tmp_path / "index")
     run(
-        "search", tmp_path / "index", tmp_path / "v", "-k", 1, "-o", tmp_path / "r.json"
+        "search",
+        tmp_path / "index",
+        tmp_path / "v",
+        "--top",
+        1,
+        "-o",
+        tmp_path / "r.json",
     )
     found = json.loads((tmp_path / "r.json").read_text())["queries"]
     assert [query["query"] for query in found] == PHOTOS

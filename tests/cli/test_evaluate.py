@@ -48,7 +48,9 @@ def searched(tmp_path_factory, codebook_path):
     run("index", folder / "db.npy", "-o", folder / "index", "-q")
     for suffix in ("json", "csv", "txt"):
         output = folder / f"results.{suffix}"
-        run("search", folder / "index", folder / "q.npy", "-k", 8, "-o", output, "-q")
+        run(
+            "search", folder / "index", folder / "q.npy", "--top", 8, "-o", output, "-q"
+        )
     return folder
 
 
@@ -57,8 +59,8 @@ def test_evaluate_gives_the_library_evaluation_of_each_results_format(searched, 
     results = searched / f"results.{suffix}"
     output = searched / f"evaluation-{suffix}.json"
     shown = run(
-        "evaluate", results, "-g", searched / "gt.json", "--json", output, "-k", 1,
-        "-k", 3,
+        "evaluate", results, "-g", searched / "gt.json", "--json", output,
+        "--cutoff", 1, "--cutoff", 3,
     )  # fmt: skip
     written = json.loads(output.read_text())
     expected = evaluate(
@@ -168,7 +170,7 @@ def test_revisited_protocols_and_holidays_names(tmp_path):
         ({"q": {"relevant": []}}, ["--holidays"], 1, "not named as INRIA Holidays"),
         ({"q": {"relevant": []}}, ["--holidays", "--protocol", "hard"], 2, "exclude"),
         ({"q": {"relevant": []}}, ["--json", "out.txt"], 2, "must end in .json"),
-        ({"q": {"relevant": []}}, ["-k", 0], 2, "0 is not in the range x>=1"),
+        ({"q": {"relevant": []}}, ["--cutoff", 0], 2, "0 is not in the range x>=1"),
     ],
 )
 def test_errors_are_one_line(

@@ -45,7 +45,14 @@ def test_a_folder_holds_what_an_npz_holds(tmp_path):
     }
     assert "n_shards: 3" in run("info", tmp_path / "d").output
     for source in ("d.npz", "d"):
-        run("fit", tmp_path / source, "-k", 4, "-o", tmp_path / f"{source}.c.npz")
+        run(
+            "fit",
+            tmp_path / source,
+            "--n-clusters",
+            4,
+            "-o",
+            tmp_path / f"{source}.c.npz",
+        )
     centers = [
         vlad.Codebook.load(tmp_path / f"{source}.c.npz").centers
         for source in ("d.npz", "d")

@@ -14,8 +14,8 @@ def test_fit_on_descriptor_files_gives_the_codebook_of_the_images(
 ):
     photo_sets.save(tmp_path / "d.npz")
     np.save(tmp_path / "d.npy", photo_sets.descriptors)
-    run("fit", tmp_path / "d.npz", "-k", 16, "-o", tmp_path / "from-npz.npz")
-    run("fit", tmp_path / "d.npy", "-k", 16, "-o", tmp_path / "from-npy.npz")
+    run("fit", tmp_path / "d.npz", "--n-clusters", 16, "-o", tmp_path / "from-npz.npz")
+    run("fit", tmp_path / "d.npy", "--n-clusters", 16, "-o", tmp_path / "from-npy.npz")
     expected = vlad.Codebook.load(codebook_path)
     from_npz = vlad.Codebook.load(tmp_path / "from-npz.npz")
     from_npy = vlad.Codebook.load(tmp_path / "from-npy.npz")
@@ -32,7 +32,7 @@ def test_kmeans_options_reach_fit_codebook(tmp_path, photo_sets):
         run(
             "fit",
             tmp_path / "d.npz",
-            "-k",
+            "--n-clusters",
             8,
             "-o",
             output,
@@ -60,7 +60,7 @@ def test_kmeans_option_conflicts_are_one_line(tmp_path, photo_sets):
     result = run(
         "fit",
         tmp_path / "d.npz",
-        "-k",
+        "--n-clusters",
         8,
         "-o",
         tmp_path / "c.npz",

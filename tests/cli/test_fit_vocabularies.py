@@ -25,7 +25,7 @@ def test_vocabularies_are_the_library_call_and_encode_concatenated(
     run(
         "fit",
         descriptor_file,
-        "-k",
+        "--n-clusters",
         4,
         "--vocabularies",
         3,
@@ -93,7 +93,7 @@ def test_adapt_to_images_describes_them_as_the_codebook_did(
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("-k", 8),
+        ("--n-clusters", 8),
         ("--seed", 1),
         ("--sample", 10),
         ("--per-image", 5),

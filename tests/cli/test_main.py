@@ -85,7 +85,7 @@ def test_quiet_hides_the_summary_then_the_warnings(tmp_path, codebook_path):
     ("command", "outputs"),
     [
         (["extract", DATA / "rocket.jpg", "-o", "out.npz"], ["out.npz"]),
-        (["fit", DATA / "rocket.jpg", "-k", 2, "-o", "out.npz"], ["out.npz"]),
+        (["fit", DATA / "rocket.jpg", "--n-clusters", 2, "-o", "out.npz"], ["out.npz"]),
         (["encode", DATA / "rocket.jpg", "-o", "out.npy"], ["out.npy"]),
         (["encode", DATA / "rocket.jpg", "-o", "out.npy"], ["out.names.txt"]),
         (["encode", DATA / "rocket.jpg", "-o", "out.npy"], ["out.json"]),
@@ -179,7 +179,7 @@ ERRORS = {
         "'--power'",
     ),
     "too many centres": (
-        ["fit", "{rocket}", "-k", "100000", "-o", "c.npz"],
+        ["fit", "{rocket}", "--n-clusters", "100000", "-o", "c.npz"],
         1,
         "cannot fit 100000 centres",
     ),

@@ -63,7 +63,7 @@ def rows(page: Path) -> list[tuple[str, list[tuple[str, str]]]]:
 
 def test_the_page_shows_what_the_table_prints(made, codebook_path, tmp_path):
     query = made / "queries" / "chelsea.jpg"
-    plain = run("search", made / "index", query, "-c", codebook_path, "-k", 3)
+    plain = run("search", made / "index", query, "-c", codebook_path, "--top", 3)
     page = tmp_path / "results.html"
     result = run(
         "search",
@@ -71,7 +71,7 @@ def test_the_page_shows_what_the_table_prints(made, codebook_path, tmp_path):
         query,
         "-c",
         codebook_path,
-        "-k",
+        "--top",
         3,
         "--html",
         page,
@@ -92,7 +92,7 @@ def test_the_page_shows_what_the_table_prints(made, codebook_path, tmp_path):
         query,
         "-c",
         codebook_path,
-        "-k",
+        "--top",
         3,
         "--html",
         page,
@@ -107,7 +107,7 @@ def test_the_page_shows_what_the_table_prints(made, codebook_path, tmp_path):
         query,
         "-c",
         codebook_path,
-        "-k",
+        "--top",
         3,
         "--html",
         page,
@@ -126,7 +126,7 @@ def test_labels_links_and_the_evaluation_report(made, codebook_path, tmp_path):
         made / "queries",
         "-c",
         codebook_path,
-        "-k",
+        "--top",
         4,
         "--rerank",
         "spatial",

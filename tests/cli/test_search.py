@@ -48,7 +48,7 @@ def test_help_shows_examples():
 
 
 def test_vectors_file_queries_print_the_library_s_results(built):
-    result = run("search", built / "index", built / "v.npy", "-k", 3)
+    result = run("search", built / "index", built / "v.npy", "--top", 3)
     rows = table(result.stdout)
     vectors, names, _ = load_vectors(built / "v.npy")
     expected = load_index(built / "index").search(vectors, 3, query_names=names)
@@ -77,7 +77,7 @@ def test_images_and_descriptors_are_encoded_as_the_index_s_vectors(
         "folder": DATA,
         "descriptors": built / "descriptors.npz",
     }[given]
-    result = run("search", built / "index", query, "-c", codebook_path, "-k", 2)
+    result = run("search", built / "index", query, "-c", codebook_path, "--top", 2)
     rows = table(result.stdout)
     if given == "file":
         assert rows[0] == ("chelsea.jpg", 1, 1.0, "chelsea.jpg")
@@ -89,19 +89,26 @@ def test_images_and_descriptors_are_encoded_as_the_index_s_vectors(
 
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".txt"])
 def test_results_files_hold_the_ranking_printed(built, suffix):
-    printed = table(run("search", built / "index", built / "v.npy", "-k", 4).stdout)
+    printed = table(run("search", built / "index", built / "v.npy", "--top", 4).stdout)
     expected: dict[str, list[str]] = {}
     for query, _, _, name in printed:
         expected.setdefault(query, []).append(name)
     output = built / f"results{suffix}"
-    result = run("search", built / "index", built / "v.npy", "-k", 4, "-o", output)
+    result = run("search", built / "index", built / "v.npy", "--top", 4, "-o", output)
     assert result.stdout == ""
     assert f"wrote the best 4 images of 8 queries to {output}" in result.stderr
     assert read_rankings(output) == expected
     refused = run("search", built / "index", built / "v.npy", "-o", output, exit_code=1)
     assert "already exists; pass --overwrite" in refused.stderr
     run(
-        "search", built / "index", built / "v.npy", "-k", 1, "-o", output, "--overwrite"
+        "search",
+        built / "index",
+        built / "v.npy",
+        "--top",
+        1,
+        "-o",
+        output,
+        "--overwrite",
     )
     assert all(len(names) == 1 for names in read_rankings(output).values())
 
@@ -120,7 +127,7 @@ def test_an_unknown_results_suffix_is_a_usage_error(built, tmp_path):
 
 def test_the_json_file_records_the_search(built, tmp_path):
     output = tmp_path / "results.json"
-    run("search", built / "index", built / "v.npy", "-k", 20, "-o", output)
+    run("search", built / "index", built / "v.npy", "--top", 20, "-o", output)
     document = json.loads(output.read_text())
     assert document["format"] == "vlad search results" and document["k"] == 20
     assert document["index"]["n_images"] == 8
@@ -132,7 +139,7 @@ def test_the_json_file_records_the_search(built, tmp_path):
 
 
 def test_k_larger_than_the_index_is_a_warning(built):
-    result = run("search", built / "index", built / "v.npy", "-k", 20)
+    result = run("search", built / "index", built / "v.npy", "--top", 20)
     assert "warning: k=20 but the index holds 8 images" in result.stderr
     assert len(table(result.stdout)) == 64
 
@@ -140,7 +147,7 @@ def test_k_larger_than_the_index_is_a_warning(built):
 def test_query_expansion_equals_the_library_s(built, tmp_path):
     output = tmp_path / "qe.json"
     run(
-        "search", built / "index", built / "v.npy", "-k", 5, "-o", output,
+        "search", built / "index", built / "v.npy", "--top", 5, "-o", output,
         "--rerank", "qe", "--qe-neighbours", 2, "--qe-alpha", 1,
     )  # fmt: skip
     vectors, names, _ = load_vectors(built / "v.npy")
@@ -179,7 +186,7 @@ def test_spatial_reranking_counts_inliers_as_the_library_does(
     output = tmp_path / "spatial.json"
     run(
         "search", built / "index", DATA / "chelsea.jpg", "-c", codebook_path,
-        "-k", 4, "--rerank", "spatial", "--rerank-depth", 3,
+        "--top", 4, "--rerank", "spatial", "--rerank-depth", 3,
         "--database-descriptors", built / "descriptors.npz", "-o", output,
         *options,
     )  # fmt: skip
@@ -196,7 +203,7 @@ def test_spatial_reranking_counts_inliers_as_the_library_does(
     query, _ = vlad.extract_images(DATA / "chelsea.jpg", {"max_side": 256}, n_jobs=1)
     run(
         "search", built / "index", DATA / "chelsea.jpg", "-c", codebook_path,
-        "-k", 4, "-o", tmp_path / "plain.json",
+        "--top", 4, "-o", tmp_path / "plain.json",
     )  # fmt: skip
     (plain,) = read_rankings(tmp_path / "plain.json").values()
     candidates = np.array([database.names.index(name) for name in plain])
@@ -210,7 +217,7 @@ def test_spatial_reranking_counts_inliers_as_the_library_does(
 def test_queries_without_descriptors_are_reported(built, codebook_path, tmp_path):
     cv2.imwrite(str(tmp_path / "blank.png"), np.full((100, 120), 128, np.uint8))
     (tmp_path / "chelsea.jpg").write_bytes((DATA / "chelsea.jpg").read_bytes())
-    result = run("search", built / "index", tmp_path, "-c", codebook_path, "-k", 1)
+    result = run("search", built / "index", tmp_path, "-c", codebook_path, "--top", 1)
     assert table(result.stdout) == [("chelsea.jpg", 1, 1.0, "chelsea.jpg")]
     assert "warning: blank.png: no descriptors" in result.stderr
 
@@ -218,9 +225,15 @@ def test_queries_without_descriptors_are_reported(built, codebook_path, tmp_path
 def test_a_faiss_index_takes_search_parameters(built, tmp_path):
     pytest.importorskip("faiss")
     run("index", built / "v.npy", "-o", tmp_path / "ivf", "--factory", "IVF2,Flat")
-    exact = run("search", built / "index", built / "v.npy", "-k", 3).stdout
+    exact = run("search", built / "index", built / "v.npy", "--top", 3).stdout
     full = run(
-        "search", tmp_path / "ivf", built / "v.npy", "-k", 3, "--parameters", "nprobe=2"
+        "search",
+        tmp_path / "ivf",
+        built / "v.npy",
+        "--top",
+        3,
+        "--parameters",
+        "nprobe=2",
     ).stdout
     assert [row[:2] + row[3:] for row in table(full)] == [
         row[:2] + row[3:] for row in table(exact)
@@ -240,7 +253,7 @@ def other_codebook(built, tmp_path_factory):
     """Another codebook of 16 centres on the same descriptors (another seed):
     its vectors have the index's dimension and mean nothing to it."""
     path = tmp_path_factory.mktemp("other") / "codebook.npz"
-    run("fit", built / "descriptors.npz", "-k", 16, "--seed", 1, "-o", path)
+    run("fit", built / "descriptors.npz", "--n-clusters", 16, "--seed", 1, "-o", path)
     return path
 
 
@@ -333,14 +346,14 @@ def test_the_quick_start_prints_chelsea_first_as_the_readme_shows(main_job, tmp_
     run("index", folder / "v.npy", "-o", tmp_path / "index")
     result = run(
         "search", tmp_path / "index", DATA / "chelsea.jpg",
-        "--codebook", folder / "codebook.npz", "-k", 3,
+        "--codebook", folder / "codebook.npz", "--top", 3,
     )  # fmt: skip
     rows = table(result.stdout)
     assert rows[0] == ("chelsea.jpg", 1, 1.0, "chelsea.jpg")
     assert [name for *_, name in rows] == ["chelsea.jpg", "astronaut.jpg", "coffee.jpg"]
     readme = README.read_text(encoding="utf-8")
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    assert "vlad search index data/chelsea.jpg --codebook codebook.npz -k 3" in (
+    assert "vlad search index data/chelsea.jpg --codebook codebook.npz --top 3" in (
         quick_start
     )
     shown = re.search(r"```text\n(.*?)```", quick_start, re.S).group(1)
@@ -359,7 +372,7 @@ def test_names_that_are_not_utf8_print_as_their_bytes(tmp_path):
     names = ["caf\udce9.jpg", "b.jpg"]
     vlad.save_vectors(tmp_path / "v.npy", np.eye(2), names, {})
     run("index", tmp_path / "v.npy", "-o", tmp_path / "index")
-    result = run("search", tmp_path / "index", tmp_path / "v.npy", "-k", 1)
+    result = run("search", tmp_path / "index", tmp_path / "v.npy", "--top", 1)
     assert (
         result.stdout_bytes
         == b"caf\xe9.jpg\t1\t1.0000\tcaf\xe9.jpg\nb.jpg\t1\t1.0000\tb.jpg\n"
@@ -368,7 +381,7 @@ def test_names_that_are_not_utf8_print_as_their_bytes(tmp_path):
         "search",
         tmp_path / "index",
         tmp_path / "v.npy",
-        "-k",
+        "--top",
         1,
         "-o",
         tmp_path / "r.csv",

@@ -86,7 +86,7 @@ def test_every_command_survives_the_links(
 ):
     output = tmp_path / ("out.npy" if command == "encode" else "out.npz")
     extra = ["-c", codebook_path] if command == "encode" else []
-    extra += ["-k", 4] if command == "fit" else []
+    extra += ["--n-clusters", 4] if command == "fit" else []
     result = run_vlad(command, linked_folder, *extra, "-o", output, "--max-side", 128)
     assert result.returncode == 0, result.stderr
     for name in EXPECTED_SKIPPED:

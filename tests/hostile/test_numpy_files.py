@@ -203,7 +203,7 @@ def test_fit_on_hostile_descriptor_files(tmp_path, name):
     made = sorted(p.name for p in tmp_path.iterdir())
     output = tmp_path / "codebook.npz"
     if fragment is None:
-        invoke("fit", path, "-k", 2, "-o", output, "-q")
+        invoke("fit", path, "--n-clusters", 2, "-o", output, "-q")
         codebook = vlad.Codebook.load(output)
         assert np.isfinite(codebook.centers).all()
         vectors = vlad.encode(read_descriptor_file(path), codebook)
@@ -213,7 +213,7 @@ def test_fit_on_hostile_descriptor_files(tmp_path, name):
         np.testing.assert_allclose(np.load(tmp_path / "v.npy"), vectors, atol=1e-6)
         record("handled")
     else:
-        result = invoke("fit", path, "-k", 2, "-o", output, exit_code=1)
+        result = invoke("fit", path, "--n-clusters", 2, "-o", output, exit_code=1)
         assert_one_line_error(result.output, fragment)
         with pytest.raises((TypeError, ValueError), match=re.escape(fragment)):
             vlad.fit_codebook(read_descriptor_file(path), 2)
@@ -363,7 +363,7 @@ def test_a_codebook_without_a_descriptor_record_warns_on_images(tmp_path):
     were made: encoding images with it says so."""
     path = tmp_path / "sift.npy"
     np.save(path, DESCRIPTORS)
-    invoke("fit", path, "-k", 2, "-o", tmp_path / "codebook.npz", "-q")
+    invoke("fit", path, "--n-clusters", 2, "-o", tmp_path / "codebook.npz", "-q")
     result = invoke(
         "encode", DATA / "chelsea.jpg", "-c", tmp_path / "codebook.npz",
         "-o", tmp_path / "v.npy", "--max-side", 128,

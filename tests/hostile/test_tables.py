@@ -23,7 +23,7 @@ FORGING = ["a\x1b[2J.jpg", "b\x1b]0;owned\x07\tforged.jpg", "c\x9b31m\udc9b1m.jp
 def test_search_table_escapes_names(tmp_path):
     vlad.save_vectors(tmp_path / "v.npy", np.eye(3), FORGING, {})
     invoke("index", tmp_path / "v.npy", "-o", tmp_path / "index", "-q")
-    shown = invoke("search", tmp_path / "index", tmp_path / "v.npy", "-k", 1)
+    shown = invoke("search", tmp_path / "index", tmp_path / "v.npy", "--top", 1)
     rows = shown.stdout_bytes.split(b"\n")
     assert rows[-1] == b"" and len(rows) == 4
     for row, name in zip(rows, FORGING, strict=False):

@@ -48,7 +48,7 @@ COMMANDS += [pytest.param("extract", marks=pytest.mark.slow)]
 def commands(codebook_path, folder):
     return {
         "encode": ("encode", PHOTO, "-c", codebook_path, "-o", folder / "v.npy", *FAST),
-        "fit": ("fit", PHOTO, "-k", 2, "-o", folder / "c.npz", *FAST),
+        "fit": ("fit", PHOTO, "--n-clusters", 2, "-o", folder / "c.npz", *FAST),
         "extract": ("extract", PHOTO, "-o", folder / "d.npz", *FAST),
     }
 
@@ -153,7 +153,7 @@ def test_a_codebook_saved_onto_a_folder_leaves_no_temporary(tmp_path):
     (tmp_path / "c.npz").mkdir()
     codebook = vlad.Codebook(np.eye(2, dtype=np.float32))
     with pytest.raises(IsADirectoryError, match="c.npz"):
-        codebook.save(tmp_path / "c.npz")
+        codebook.save(tmp_path / "c.npz", overwrite=True)
     assert sorted(os.listdir(tmp_path)) == ["c.npz"]
     assert os.listdir(tmp_path / "c.npz") == []
     record("clear error")

@@ -79,7 +79,7 @@ def test_files_of_two_runs_are_refused(tmp_path):
     shutil.copy(second / "v.json", first / "v.json")  # now of one run
     vlad.load_vectors(first / "v.npy")
     renamed = [name.upper() for name in NAMES]
-    vlad.save_vectors(second / "v.npy", VECTORS * 2, renamed, RECORD)
+    vlad.save_vectors(second / "v.npy", VECTORS * 2, renamed, RECORD, overwrite=True)
     shutil.copy(second / "v.names.txt", first / "v.names.txt")
     assert_refused(first / "v.npy", "another checksum of the names")
 

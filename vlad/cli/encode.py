@@ -21,6 +21,7 @@ from vlad.cli.options import (
     input_argument,
     jobs_option,
     overwrite_option,
+    spec_option,
     verbosity_options,
 )
 from vlad.cli.reporting import (
@@ -32,6 +33,7 @@ from vlad.cli.reporting import (
 )
 from vlad.core.aggregators import AGGREGATORS
 from vlad.core.options import EncodingOptions
+from vlad.core.parameters import INTRA, L2, MASS, POWER
 from vlad.formats.hloc import write_global_features
 from vlad.formats.vectors import save_vectors, vector_file_paths
 from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
@@ -68,31 +70,10 @@ logger = logging.getLogger("vlad.cli")
     show_default=True,
     help="Implementation of the residual sums; all give the same vectors.",
 )
-@click.option(
-    "--power",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Power-law exponent; 0.5 is the signed square root, 1 leaves values as is.",
-)
-@click.option(
-    "--intra/--no-intra",
-    default=True,
-    show_default=True,
-    help="L2-normalise each centre's block.",
-)
-@click.option(
-    "--mass/--no-mass",
-    default=False,
-    show_default=True,
-    help="Divide each centre's residual sum by its number of descriptors first.",
-)
-@click.option(
-    "--l2/--no-l2",
-    default=True,
-    show_default=True,
-    help="L2-normalise each whole vector.",
-)
+@spec_option(POWER)
+@spec_option(INTRA)
+@spec_option(MASS)
+@spec_option(L2)
 @assignment_options
 @shard_options(
     SHARD_IMAGES,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from vlad.cli.options import overwrite_option, verbosity_options
+from vlad.cli.options import deprecated_alias, overwrite_option, verbosity_options
 from vlad.cli.page_options import PageOptions, page_options, write_evaluation_report
 from vlad.cli.reporting import check_outputs, count, library_errors
 from vlad.evaluation.files import evaluate_files
@@ -49,7 +49,7 @@ def _check_json_suffix(ctx, param, value: Path | None) -> Path | None:
     "image ending in 00, and is junk in its own ranking.",
 )
 @click.option(
-    "-k",
+    "--cutoff",
     "ks",
     type=click.IntRange(min=1),
     multiple=True,
@@ -73,6 +73,9 @@ def _check_json_suffix(ctx, param, value: Path | None) -> Path | None:
 @page_options(search=False)
 @overwrite_option
 @verbosity_options
+@deprecated_alias(
+    "-k", "--cutoff", "ks", "evaluate", type=click.IntRange(min=1), multiple=True
+)
 def evaluate(
     results: Path,
     ground_truth: Path,

@@ -9,11 +9,14 @@ import click
 
 from vlad.cli.kmeans_options import kmeans_options
 from vlad.cli.options import (
+    SpecifiedInt,
+    deprecated_alias,
     descriptor_options,
     input_argument,
     jobs_option,
     output_option,
     overwrite_option,
+    spec_option,
     verbosity_options,
 )
 from vlad.cli.reporting import (
@@ -22,7 +25,7 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
-from vlad.core.codebook import DEFAULT_N_CLUSTERS
+from vlad.core.parameters import N_CLUSTERS, SAMPLE
 from vlad.images.batch import fit_codebook_to_images
 from vlad.images.vocabularies import (
     adapt_codebook_to_images,
@@ -36,23 +39,9 @@ logger = logging.getLogger("vlad.cli")
 
 @click.command(short_help="Fit a k-means codebook on images or descriptors.")
 @input_argument
-@click.option(
-    "-k",
-    "--n-clusters",
-    type=click.IntRange(min=1),
-    default=DEFAULT_N_CLUSTERS,
-    show_default=True,
-    help="Number of centres K (visual words); vectors have K * F dimensions "
-    "(F = 128 for SIFT).",
-)
+@spec_option(N_CLUSTERS)
 @output_option(".npz", "Codebook file to write (.npz).")
-@click.option(
-    "--sample",
-    type=click.IntRange(min=1),
-    default=100_000,
-    show_default=True,
-    help="Fit on a uniform sample of at most this many descriptors.",
-)
+@spec_option(SAMPLE, default=SAMPLE.default)
 @click.option(
     "--per-image",
     type=click.IntRange(min=1),
@@ -92,6 +81,9 @@ logger = logging.getLogger("vlad.cli")
 @jobs_option
 @overwrite_option
 @verbosity_options
+@deprecated_alias(
+    "-k", "--n-clusters", "n_clusters", "fit", type=SpecifiedInt(N_CLUSTERS)
+)
 def fit(
     inputs: tuple[Path, ...],
     n_clusters: int,
@@ -120,8 +112,8 @@ def fit(
 
     \b
     Examples:
-        vlad fit data -k 16 -o codebook.npz
-        vlad fit data -k 16 --vocabularies 4 -o codebooks.npz
+        vlad fit data --n-clusters 16 -o codebook.npz
+        vlad fit data --n-clusters 16 --vocabularies 4 -o codebooks.npz
         vlad fit mine/ --adapt generic.npz -o adapted.npz
     """
     check_outputs([output], overwrite)
@@ -185,7 +177,7 @@ def _adapt_or_fit_vocabularies(
         ]
         if given:
             options = {
-                "n_clusters": "-k/--n-clusters",
+                "n_clusters": "--n-clusters",
                 "sample": "--sample",
                 "per_image": "--per-image",
                 "seed": "--seed",

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import click
-
-from vlad.cli.options import option_group
-from vlad.core.kmeans import KMEANS_BACKENDS
+from vlad.cli.options import option_group, spec_option
+from vlad.core.parameters import ALGORITHM, BACKEND, MAX_ITER, SPHERICAL
 
 __all__ = ["kmeans_options"]
 
@@ -17,36 +15,10 @@ def kmeans_options(command: Callable) -> Callable:
     passed on as ``kmeans_options``: keyword arguments of
     :func:`vlad.fit_codebook`."""
     options = [
-        click.option(
-            "--backend",
-            type=click.Choice(["auto", *sorted(KMEANS_BACKENDS)]),
-            default="auto",
-            show_default=True,
-            help="K-means implementation: auto is faiss when it is installed, "
-            "--algorithm is auto and over 50,000 descriptors are sampled; "
-            "scikit-learn otherwise.",
-        ),
-        click.option(
-            "--algorithm",
-            type=click.Choice(["auto", "lloyd", "minibatch"]),
-            default="auto",
-            show_default=True,
-            help="scikit-learn's k-means: Lloyd's, mini-batch, or auto (Lloyd up "
-            "to 50,000 sampled descriptors, mini-batch above).",
-        ),
-        click.option(
-            "--max-iter",
-            type=click.IntRange(min=1),
-            default=None,
-            help="K-means iterations at most (default: 25 for faiss, 100 for "
-            "scikit-learn).",
-        ),
-        click.option(
-            "--spherical",
-            is_flag=True,
-            help="Spherical (cosine) k-means: unit-length descriptors and "
-            "centres; encoding then scales each descriptor to unit length.",
-        ),
+        spec_option(BACKEND),
+        spec_option(ALGORITHM),
+        spec_option(MAX_ITER),
+        spec_option(SPHERICAL, is_flag=True, show_default=False),
     ]
 
     return option_group(

@@ -147,10 +147,10 @@ def main() -> None:
 
     \b
     Typical use, on the bundled photos:
-        vlad fit data -k 16 -o codebook.npz
+        vlad fit data --n-clusters 16 -o codebook.npz
         vlad encode data --codebook codebook.npz -o vectors.npy
         vlad index vectors.npy -o index
-        vlad search index data/chelsea.jpg -c codebook.npz -k 3
+        vlad search index data/chelsea.jpg -c codebook.npz --top 3
 
     Run "vlad COMMAND --help" for a command's options.
     """

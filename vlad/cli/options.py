@@ -9,12 +9,21 @@ from pathlib import Path
 import click
 
 from vlad.cli.reporting import log_to_stderr
-from vlad.core.nearest import ASSIGNMENTS
 from vlad.core.parallel import resolve_n_jobs
-from vlad.images.detectors import DETECTORS
-from vlad.images.sift import SiftOptions
+from vlad.core.parameters import (
+    ASSIGNMENT,
+    KERNEL_WIDTH,
+    N_NEAREST,
+    RESIDUAL_NORM,
+    Parameter,
+)
+from vlad.images.sift import DESCRIPTOR_PARAMETERS, SiftOptions
 
 __all__ = [
+    "SpecifiedChoice",
+    "SpecifiedFloat",
+    "SpecifiedInt",
+    "deprecated_alias",
     "option_group",
     "assignment_options",
     "descriptor_options",
@@ -22,10 +31,88 @@ __all__ = [
     "jobs_option",
     "output_option",
     "overwrite_option",
+    "spec_option",
     "verbosity_options",
 ]
 
 _DEFAULTS = SiftOptions()
+
+
+class _Specified:
+    """A click type that checks a value by its :class:`Parameter`, so that a
+    bad value gets the message the library gives: ``Error: Invalid value for
+    '--power': power must be a number in (0, 1]; got 2.0``."""
+
+    parameter: Parameter
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and self.parameter.kind in (int, float):
+            try:
+                value = self.parameter.kind(value)
+            except ValueError:
+                # Text that is no number: refused as the library refuses it.
+                pass
+        try:
+            return self.parameter.check(value)
+        except (TypeError, ValueError):
+            self.fail(self.parameter.message(value), param, ctx)
+
+
+class SpecifiedInt(_Specified, click.IntRange):
+    """An integer option checked by its :class:`Parameter`; its range shows in
+    ``--help`` as :class:`click.IntRange`'s does."""
+
+    def __init__(self, parameter: Parameter):
+        self.parameter = parameter
+        super().__init__(**_bounds(parameter))
+
+
+class SpecifiedFloat(_Specified, click.FloatRange):
+    """A number option checked by its :class:`Parameter`."""
+
+    def __init__(self, parameter: Parameter):
+        self.parameter = parameter
+        super().__init__(**_bounds(parameter))
+
+
+class SpecifiedChoice(_Specified, click.Choice):
+    """A choice option checked by its :class:`Parameter`."""
+
+    def __init__(self, parameter: Parameter):
+        self.parameter = parameter
+        super().__init__(parameter.choices)
+
+
+def _bounds(parameter: Parameter) -> dict:
+    """:class:`click.IntRange`'s or :class:`click.FloatRange`'s bounds."""
+    return {
+        "min": parameter.low,
+        "max": parameter.high,
+        "min_open": parameter.low is not None and not parameter.low_closed,
+        "max_open": parameter.high is not None and not parameter.high_closed,
+    }
+
+
+def spec_option(parameter: Parameter, *decls: str, **attributes) -> Callable:
+    """``click.option`` for ``parameter``: its type, default and help.
+
+    ``decls`` default to ``--NAME`` (``--max-side`` for ``max_side``), or
+    ``--NAME/--no-NAME`` for a bool that is not ``is_flag``. ``attributes``
+    replace what the specification gives (``default=None`` for "the
+    codebook's").
+    """
+    if not decls:
+        flag = "--" + parameter.name.replace("_", "-")
+        if parameter.kind is bool and not attributes.get("is_flag"):
+            flag = f"{flag}/--no-{flag[2:]}"
+        decls = (flag,)
+    settings = {"help": parameter.help, "default": parameter.default}
+    if parameter.kind is not bool:
+        kinds = {int: SpecifiedInt, float: SpecifiedFloat, str: SpecifiedChoice}
+        settings["type"] = kinds[parameter.kind](parameter)
+    if parameter.default is not None:
+        settings["show_default"] = True
+    return click.option(*decls, **{**settings, **attributes})
 
 
 def input_argument(command: Callable) -> Callable:
@@ -67,6 +154,40 @@ def option_group(
     return decorator
 
 
+def deprecated_alias(
+    old: str, new: str, name: str, command_name: str, **attributes
+) -> Callable[[Callable], Callable]:
+    """A hidden option ``old`` that gives the parameter ``name`` (the option
+    ``new``) its value, saying on stderr that ``old`` is deprecated.
+
+    The command receives ``name`` as if ``new`` had been given; giving both is
+    a usage error. ``attributes`` are ``click.option``'s (``type``,
+    ``multiple``), as ``new``'s.
+    """
+    alias = f"deprecated_{name}"
+
+    def decorator(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def wrapper(*args, **kwargs):
+            value = kwargs.pop(alias)
+            if value is None or value == ():
+                return command(*args, **kwargs)
+            ctx = click.get_current_context()
+            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT:
+                raise click.UsageError(f"{old} and {new} are one option; give {new}")
+            click.echo(
+                f"{old} is deprecated for vlad {command_name}; use {new}", err=True
+            )
+            # As if given as new: commands that read ctx.params see it too.
+            ctx.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
+            ctx.params[name] = value
+            return command(*args, **{**kwargs, name: value})
+
+        return click.option(old, alias, hidden=True, **attributes)(wrapper)
+
+    return decorator
+
+
 def assignment_options(command: Callable) -> Callable:
     """``--residual-norm``, ``--assignment``, ``--nearest`` and
     ``--kernel-width``: the encoding variants of :class:`vlad.EncodingOptions`,
@@ -75,38 +196,10 @@ def assignment_options(command: Callable) -> Callable:
         "variants",
         ("residual_norm", "assignment", "n_nearest", "kernel_width"),
         [
-            click.option(
-                "--residual-norm/--no-residual-norm",
-                default=False,
-                show_default=True,
-                help="L2-normalise each residual before summing (Delhumeau et al. "
-                "2013); usually with --power 0.2.",
-            ),
-            click.option(
-                "--assignment",
-                type=click.Choice(ASSIGNMENTS),
-                default="hard",
-                show_default=True,
-                help="Each descriptor to its nearest centre (hard), or to its "
-                "--nearest N nearest with equal weights (multiple) or Gaussian ones "
-                "(soft).",
-            ),
-            click.option(
-                "--nearest",
-                "n_nearest",
-                type=click.IntRange(min=1),
-                default=None,
-                help="Centres per descriptor for multiple and soft assignment "
-                "[default: 2].",
-            ),
-            click.option(
-                "--kernel-width",
-                type=click.FloatRange(min=0.0, min_open=True),
-                default=1.0,
-                show_default=True,
-                help="Soft assignment's kernel width, relative to each descriptor's "
-                "nearest squared distance; larger spreads the weights more evenly.",
-            ),
+            spec_option(RESIDUAL_NORM),
+            spec_option(ASSIGNMENT),
+            spec_option(N_NEAREST, "--nearest", "n_nearest"),
+            spec_option(KERNEL_WIDTH),
         ],
     )(command)
 
@@ -190,6 +283,8 @@ def descriptor_options(
         """How the help shows the default of option ``name``."""
         if from_codebook:
             return "the codebook's"
+        if name == "root_sift":
+            return "--root-sift for SIFT"
         value = getattr(_DEFAULTS, name)
         if isinstance(value, bool):
             flag = name.replace("_", "-")
@@ -208,90 +303,12 @@ def descriptor_options(
         )
     ]
     options = [
-        click.option(
-            "--features",
-            type=click.Choice(sorted(DETECTORS)),
-            default=None,
-            show_default=shown_default("features"),
-            help="Local features: SIFT (128 values), or the binary AKAZE (486 bits) "
-            "or ORB (256 bits), their bits unpacked to 0/1 values.",
-        ),
-        click.option(
-            "--root-sift/--no-root-sift",
-            default=None,
-            show_default="the codebook's" if from_codebook else "--root-sift for SIFT",
-            help="RootSIFT (L1-normalised, square-rooted SIFT) or plain SIFT.",
-        ),
-        click.option(
-            "--dense/--no-dense",
-            default=None,
-            show_default=shown_default("dense"),
-            help="Keypoints on a grid at three scales instead of detected ones "
-            "(for images without texture).",
-        ),
-        click.option(
-            "--max-side",
-            type=click.IntRange(min=0),
-            default=None,
-            show_default=shown_default("max_side"),
-            help="Shrink images to at most this many pixels on their longest side "
-            "first; 0 keeps them whole.",
-        ),
-        click.option(
-            "--max-keypoints",
-            type=click.IntRange(min=0),
-            default=None,
-            show_default=shown_default("max_keypoints"),
-            help="Keep at most this many keypoints per image, the strongest; "
-            "0 keeps all.",
-        ),
-        click.option(
-            "--min-keypoints",
-            type=click.IntRange(min=0),
-            default=None,
-            show_default=shown_default("min_keypoints"),
-            help="Detect again at lower thresholds (halved up to four times) in "
-            "images with fewer keypoints; 0 detects once.",
-        ),
-        click.option(
-            "--max-pixels",
-            type=click.IntRange(min=0),
-            default=None,
-            show_default=shown_default("max_pixels"),
-            help="Skip (and report) images of more pixels, read from their "
-            "header before decoding; 0 for no limit.",
-        ),
-        click.option(
-            "--reduce-jpeg/--no-reduce-jpeg",
-            default=None,
-            show_default=shown_default("reduce_jpeg"),
-            help="Decode JPEGs at 1/2, 1/4 or 1/8 size when the longest side "
-            "stays at least --max-side (faster, less memory; close descriptors).",
-        ),
-        click.option(
-            "--affine-tilts",
-            type=click.IntRange(min=0),
-            default=None,
-            show_default=shown_default("affine_tilts"),
-            help="Also detect keypoints in views simulating the camera tilted by "
-            "up to sqrt(2)**N (ASIFT: 5, 10, 18 views for 1, 2, 3), for wide "
-            "viewpoint changes; detection takes about 4x, 7x, 10x longer. 0: none.",
-        ),
+        spec_option(parameter, default=None, show_default=shown_default(parameter.name))
+        for parameter in DESCRIPTOR_PARAMETERS
     ]
-
     return option_group(
         "descriptor_options",
-        (
-            "features",
-            "root_sift",
-            "dense",
-            "max_side",
-            "max_keypoints",
-            "min_keypoints",
-            "max_pixels",
-            "reduce_jpeg",
-            "affine_tilts",
-        ),
+        tuple(parameter.name for parameter in DESCRIPTOR_PARAMETERS),
         (extractor_options if extractor else []) + options,
         drop_unset=True,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from vlad.cli.options import (
+    deprecated_alias,
     jobs_option,
     overwrite_option,
     verbosity_options,
@@ -65,7 +66,8 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     help="The index's codebook; needed when queries are images or descriptors.",
 )
 @click.option(
-    "-k",
+    "--top",
+    "k",
     type=click.IntRange(min=1),
     default=10,
     show_default=True,
@@ -138,6 +140,7 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
 @jobs_option
 @overwrite_option
 @verbosity_options
+@deprecated_alias("-k", "--top", "k", "search", type=click.IntRange(min=1))
 def search(
     index_folder: Path,
     queries: tuple[Path, ...],
@@ -170,9 +173,9 @@ def search(
 
     \b
     Examples:
-        vlad search index queries.npy -k 100 -o results.json
-        vlad search index photo.jpg -c codebook.npz -k 5
-        vlad search asmk-index queries.npz -k 100 -o results.json
+        vlad search index queries.npy --top 100 -o results.json
+        vlad search index photo.jpg -c codebook.npz --top 5
+        vlad search asmk-index queries.npz --top 100 -o results.json
         vlad search index queries/ -c codebook.npz --rerank spatial \\
             --database-descriptors descriptors.npz -o results.json
         vlad search index queries/ -c codebook.npz --html results.html \\

@@ -25,6 +25,14 @@ from vlad.core.kmeans import (
     unit_rows,
 )
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.parameters import (
+    ALGORITHM,
+    BACKEND,
+    MAX_ITER,
+    N_CLUSTERS,
+    SAMPLE,
+    SPHERICAL,
+)
 from vlad.core.validation import (
     as_float_matrix,
     as_record,
@@ -47,7 +55,7 @@ __all__ = [
 FORMAT_VERSION = 2
 #: Centres K a codebook has unless told otherwise: chosen on the retrieval
 #: benchmark (docs/encodings.md), where 256 beat 64 and 128 on every tier.
-DEFAULT_N_CLUSTERS = 256
+DEFAULT_N_CLUSTERS = N_CLUSTERS.default
 #: Above this many sampled descriptors ``algorithm="auto"`` uses mini-batch k-means.
 FULL_KMEANS_MAX_SAMPLES = 50_000
 
@@ -123,7 +131,7 @@ class Codebook:
             digest.update(f"vocabularies{list(self.vocabulary_sizes)}".encode())
         return digest.hexdigest()[:16]
 
-    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write to an ``.npz`` file atomically; never pickles.
 
         Parameters
@@ -324,14 +332,11 @@ def fit_codebook(
     >>> cosine.metadata["metric"], np.linalg.norm(cosine.centers, axis=1).round(3)
     ('cosine', array([1., 1., 1., 1.], dtype=float32))
     """
-    n_clusters = check_positive_int(n_clusters, "n_clusters")
-    if sample is not None:
-        sample = check_positive_int(sample, "sample")
-    if max_iter is not None:
-        max_iter = check_positive_int(max_iter, "max_iter")
+    n_clusters = N_CLUSTERS.check(n_clusters)
+    sample = SAMPLE.check(sample)
+    max_iter = MAX_ITER.check(max_iter)
     seed = check_seed(seed)
-    if not isinstance(spherical, (bool, np.bool_)):
-        raise TypeError(f"spherical must be True or False; got {spherical!r}")
+    spherical = SPHERICAL.check(spherical)
     n_threads = None if n_jobs in (None, -1) else resolve_n_jobs(n_jobs)
     backend, algorithm = _resolve_strategy(backend, algorithm, bool(spherical))
     descriptor_metadata: dict = {}
@@ -470,16 +475,8 @@ def _resolve_strategy(backend, algorithm, spherical: bool) -> tuple[str, str]:
             stacklevel=3,
         )
         algorithm = "lloyd"
-    if algorithm not in ("auto", "lloyd", "minibatch"):
-        raise ValueError(
-            "algorithm must be one of ['auto', 'lloyd', 'minibatch']; "
-            f"got {algorithm!r}"
-        )
-    if backend not in ("auto", *KMEANS_BACKENDS):
-        raise ValueError(
-            f"backend must be one of {['auto', *sorted(KMEANS_BACKENDS)]}; "
-            f"got {backend!r}"
-        )
+    algorithm = ALGORITHM.check(algorithm)
+    backend = BACKEND.check(backend)
     if backend == "faiss" and algorithm not in ("auto", "lloyd"):
         raise ValueError(
             f"algorithm={algorithm!r} is not a faiss k-means; "

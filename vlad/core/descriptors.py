@@ -232,7 +232,7 @@ class DescriptorSets:
                 f"{path} holds inconsistent descriptor sets: {error}"
             ) from None
 
-    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write to an ``.npz`` file atomically (temporary file, then rename).
 
         The ``keypoints`` member is written only when the sets hold keypoints.

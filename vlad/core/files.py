@@ -262,7 +262,7 @@ def save_record_archive(
     path: str | os.PathLike,
     metadata: dict,
     *,
-    overwrite: bool = True,
+    overwrite: bool = False,
     **arrays: np.ndarray,
 ) -> None:
     """Atomically write ``arrays`` and a JSON ``metadata`` record to an ``.npz``

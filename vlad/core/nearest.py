@@ -8,6 +8,7 @@ from numpy.typing import ArrayLike
 
 from vlad.core.assignment import CHUNK_BYTES, raise_non_finite
 from vlad.core.finite import run_in_range
+from vlad.core.parameters import ASSIGNMENT, KERNEL_WIDTH
 from vlad.core.validation import (
     as_float_matrix,
     check_finite,
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 #: The assignment modes of :class:`vlad.EncodingOptions`.
-ASSIGNMENTS = ("hard", "multiple", "soft")
+ASSIGNMENTS = ASSIGNMENT.choices
 
 
 def assign_nearest(
@@ -232,11 +233,7 @@ def check_assignment(assignment: str) -> str:
     ValueError
         Another value.
     """
-    if not isinstance(assignment, str) or assignment not in ASSIGNMENTS:
-        raise ValueError(
-            f"assignment must be one of {list(ASSIGNMENTS)}; got {assignment!r}"
-        )
-    return assignment
+    return ASSIGNMENT.check(assignment)
 
 
 def check_kernel_width(kernel_width: float) -> float:
@@ -247,12 +244,4 @@ def check_kernel_width(kernel_width: float) -> float:
     TypeError, ValueError
         Not a real number, or not positive and finite.
     """
-    if isinstance(kernel_width, (bool, np.bool_)) or not isinstance(
-        kernel_width, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"kernel_width must be a number; got {kernel_width!r}")
-    if not (np.isfinite(kernel_width) and kernel_width > 0):
-        raise ValueError(
-            f"kernel_width must be a positive finite number; got {kernel_width!r}"
-        )
-    return float(kernel_width)
+    return KERNEL_WIDTH.check(kernel_width)

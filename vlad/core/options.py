@@ -5,15 +5,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-import numpy as np
-
 from vlad.core.aggregators import (
     Aggregator,
     check_aggregator_variant,
     resolve_aggregator,
 )
-from vlad.core.nearest import check_assignment, check_kernel_width, check_n_nearest
-from vlad.core.validation import check_power
+from vlad.core.parameters import ENCODING_PARAMETERS
 
 __all__ = ["EncodingOptions"]
 
@@ -117,23 +114,19 @@ class EncodingOptions:
 
     def __post_init__(self):
         resolve_aggregator(self.aggregator)
-        object.__setattr__(self, "power", check_power(self.power))
-        for name in ("intra", "l2", "mass", "residual_norm"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False; got {value!r}")
-            object.__setattr__(self, name, bool(value))
-        check_assignment(self.assignment)
+        # Each field by its one specification (vlad.core.parameters), so that
+        # a bad value gets the message it gets from VLADEncoder and the CLI.
+        for parameter in ENCODING_PARAMETERS:
+            value = parameter.check(getattr(self, parameter.name))
+            object.__setattr__(self, parameter.name, value)
         if self.n_nearest is None:
             object.__setattr__(self, "n_nearest", 1 if self.assignment == "hard" else 2)
-        n_nearest = check_n_nearest(self.n_nearest)
+        n_nearest = self.n_nearest
         if self.assignment == "hard" and n_nearest != 1:
             raise ValueError(
                 f"n_nearest must be 1 with assignment='hard'; got {n_nearest} "
                 "(use assignment='multiple' or 'soft')"
             )
-        object.__setattr__(self, "n_nearest", n_nearest)
-        object.__setattr__(self, "kernel_width", check_kernel_width(self.kernel_width))
         check_aggregator_variant(
             self.aggregator,
             residual_norm=self.residual_norm,

@@ -7,11 +7,12 @@ says what was expected, in one line.
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping
 
 import numpy as np
+
+from vlad.core.parameters import POWER
 
 __all__ = [
     "all_finite",
@@ -206,12 +207,9 @@ def check_positive_int(value, name: str) -> int:
 
 
 def check_power(power: float) -> float:
-    """Return ``power`` as float after checking it lies in (0, 1]."""
-    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
-        raise TypeError(f"power must be a number in (0, 1]; got {power!r}")
-    if not (math.isfinite(power) and 0 < power <= 1):
-        raise ValueError(f"power must be a number in (0, 1]; got {power!r}")
-    return float(power)
+    """Return ``power`` as float after checking it lies in (0, 1]
+    (:data:`vlad.core.parameters.POWER`)."""
+    return POWER.check(power)
 
 
 def check_seed(seed) -> int | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import (
@@ -12,20 +12,24 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from vlad.core.aggregators import AGGREGATORS
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.encoding import encode
-from vlad.core.nearest import ASSIGNMENTS
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.parameters import ENCODING_PARAMETERS, N_CLUSTERS, SAMPLE
 from vlad.core.validation import check_n_features
-from vlad.estimators.parameters import N_JOBS
+from vlad.estimators.parameters import N_JOBS, check_specified, constraints
 
 __all__ = ["VLADEncoder"]
+
+#: The parameters checked by their one specification, as the functions check
+#: them (the aggregator is checked by its registry).
+_SPECIFIED = (N_CLUSTERS, *ENCODING_PARAMETERS, SAMPLE)
 
 
 class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -153,17 +157,8 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     """
 
     _parameter_constraints: dict = {
-        "n_clusters": [Interval(Integral, 1, None, closed="left")],
         "aggregator": [StrOptions(set(AGGREGATORS)), callable],
-        "power": [Interval(Real, 0, 1, closed="right")],
-        "intra": ["boolean"],
-        "l2": ["boolean"],
-        "mass": ["boolean"],
-        "residual_norm": ["boolean"],
-        "assignment": [StrOptions(set(ASSIGNMENTS))],
-        "n_nearest": [Interval(Integral, 1, None, closed="left"), None],
-        "kernel_width": [Interval(Real, 0, None, closed="neither")],
-        "sample": [Interval(Integral, 1, None, closed="left"), None],
+        **{parameter.name: constraints(parameter) for parameter in _SPECIFIED},
         "codebook": [Codebook, "array-like", str, os.PathLike, None],
         "random_state": ["random_state"],
         "n_jobs": N_JOBS,
@@ -201,6 +196,10 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.codebook = codebook
         self.random_state = random_state
         self.n_jobs = n_jobs
+
+    def _validate_params(self) -> None:
+        check_specified(self, _SPECIFIED)
+        super()._validate_params()
 
     @classmethod
     def from_codebook(cls, codebook, **params) -> VLADEncoder:

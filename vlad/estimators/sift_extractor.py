@@ -6,23 +6,28 @@ import functools
 import logging
 import os
 from collections.abc import Sequence
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
-from vlad.estimators.parameters import N_JOBS
-from vlad.images.detectors import DETECTORS
+from vlad.estimators.parameters import N_JOBS, check_specified, constraints
 from vlad.images.files import MAX_PIXELS
 from vlad.images.pool import describe_image, map_in_order
-from vlad.images.sift import MIN_KEYPOINTS, SiftOptions
+from vlad.images.sift import DESCRIPTOR_PARAMETERS, MIN_KEYPOINTS, SiftOptions
 
 __all__ = ["SIFTExtractor"]
 
 logger = logging.getLogger(__name__)
+
+
+#: The parameters checked by their one specification, as SiftOptions checks
+#: them (all but reduce_jpeg, which the extractor does not take).
+_SPECIFIED = tuple(
+    parameter for parameter in DESCRIPTOR_PARAMETERS if parameter.name != "reduce_jpeg"
+)
 
 
 class SIFTExtractor(TransformerMixin, BaseEstimator):
@@ -83,14 +88,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "root_sift": ["boolean", None],
-        "max_side": [Interval(Integral, 0, None, closed="left")],
-        "max_keypoints": [Interval(Integral, 0, None, closed="left")],
-        "dense": ["boolean"],
-        "max_pixels": [Interval(Integral, 0, None, closed="left")],
-        "min_keypoints": [Interval(Integral, 0, None, closed="left")],
-        "features": [StrOptions(set(DETECTORS))],
-        "affine_tilts": [Interval(Integral, 0, None, closed="left")],
+        **{parameter.name: constraints(parameter) for parameter in _SPECIFIED},
         "on_error": [StrOptions({"raise", "skip"})],
         "n_jobs": N_JOBS,
     }
@@ -119,6 +117,10 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
         self.affine_tilts = affine_tilts
         self.on_error = on_error
         self.n_jobs = n_jobs
+
+    def _validate_params(self) -> None:
+        check_specified(self, _SPECIFIED)
+        super()._validate_params()
 
     def fit(self, X=None, y=None) -> SIFTExtractor:
         """Check the parameters; there is nothing to learn.

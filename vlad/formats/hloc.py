@@ -410,7 +410,7 @@ def write_global_features(
     names: Sequence[str],
     record: dict | None = None,
     *,
-    overwrite: bool = True,
+    overwrite: bool = False,
 ) -> None:
     """Write vectors as hloc's global features file, atomically.
 
@@ -429,7 +429,7 @@ def write_global_features(
     record : dict, optional
         JSON-serialisable description (as ``vectors.json``), kept in the
         root's ``vlad_record`` attribute, which hloc does not read.
-    overwrite : bool, default=True
+    overwrite : bool, default=False
         Replace a file that exists (see :func:`vlad.save_vectors`).
 
     Raises

@@ -65,7 +65,7 @@ def save_vectors(
     names: Sequence[str],
     record: dict,
     *,
-    overwrite: bool = True,
+    overwrite: bool = False,
 ) -> None:
     """Write vectors, their names and a JSON record atomically, together.
 
@@ -89,7 +89,7 @@ def save_vectors(
         JSON-serialisable description. Written with one more field,
         ``"checksums"``: the SHA-256 of the float32 vectors' bytes (in row
         order) and of the names file, which :func:`load_vectors` checks.
-    overwrite : bool, default=True
+    overwrite : bool, default=False
         Replace files that exist. When False, existing files are refused
         before anything is written, and files that appear while these are
         written (another process writing the same output) are never replaced:

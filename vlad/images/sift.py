@@ -8,11 +8,13 @@ import math
 
 import numpy as np
 
+from vlad.core.parameters import Parameter
 from vlad.images.detectors import DETECTORS, detector, unpack_bits
 from vlad.images.files import MAX_PIXELS
 from vlad.images.pixels import as_grey_image
 
 __all__ = [
+    "DESCRIPTOR_PARAMETERS",
     "DENSE_MIN_STEP",
     "DENSE_SIZES",
     "EXTRACTOR",
@@ -40,6 +42,81 @@ DENSE_SIZES = (8.0, 16.0, 32.0)
 DENSE_MIN_STEP = 8
 #: L1 norms below this count as this, so that an all-zero descriptor stays zero.
 L1_FLOOR = 1e-12
+
+#: The one specification of each field of :class:`SiftOptions`, from which
+#: its checks, :class:`vlad.SIFTExtractor`'s constraints and the command
+#: line's descriptor options are made (see :mod:`vlad.core.parameters`).
+DESCRIPTOR_PARAMETERS = (
+    Parameter(
+        "features",
+        str,
+        "sift",
+        "Local features: SIFT (128 values), or the binary AKAZE (486 bits) or ORB "
+        "(256 bits), their bits unpacked to 0/1 values.",
+        choices=tuple(sorted(DETECTORS)),
+    ),
+    Parameter(
+        "root_sift",
+        bool,
+        None,
+        "RootSIFT (L1-normalised, square-rooted SIFT) or plain SIFT.",
+        none=True,
+    ),
+    Parameter(
+        "dense",
+        bool,
+        False,
+        "Keypoints on a grid at three scales instead of detected ones (for images "
+        "without texture).",
+    ),
+    Parameter(
+        "max_side",
+        int,
+        1024,
+        "Shrink images to at most this many pixels on their longest side first; "
+        "0 keeps them whole.",
+        low=0,
+    ),
+    Parameter(
+        "max_keypoints",
+        int,
+        2000,
+        "Keep at most this many keypoints per image, the strongest; 0 keeps all.",
+        low=0,
+    ),
+    Parameter(
+        "min_keypoints",
+        int,
+        MIN_KEYPOINTS,
+        "Detect again at lower thresholds (halved up to four times) in images with "
+        "fewer keypoints; 0 detects once.",
+        low=0,
+    ),
+    Parameter(
+        "max_pixels",
+        int,
+        MAX_PIXELS,
+        "Skip (and report) images of more pixels, read from their header before "
+        "decoding; 0 for no limit.",
+        low=0,
+    ),
+    Parameter(
+        "reduce_jpeg",
+        bool,
+        False,
+        "Decode JPEGs at 1/2, 1/4 or 1/8 size when the longest side stays at least "
+        "--max-side (faster, less memory; close descriptors).",
+    ),
+    Parameter(
+        "affine_tilts",
+        int,
+        0,
+        "Also detect keypoints in views simulating the camera tilted by up to "
+        "sqrt(2)**N (ASIFT: 5, 10, 18 views for 1, 2, 3), for wide viewpoint "
+        "changes; detection takes about 4x, 7x, 10x longer. 0: none.",
+        low=0,
+    ),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,34 +192,17 @@ class SiftOptions:
     affine_tilts: int = 0
 
     def __post_init__(self):
-        # An unknown name, or features this OpenCV lacks, fail here, before
-        # any image is read (SIFT is in every OpenCV: no import needed).
+        # Plain Python values keep the record JSON-serialisable.
+        for parameter in DESCRIPTOR_PARAMETERS:
+            value = parameter.check(getattr(self, parameter.name))
+            object.__setattr__(self, parameter.name, value)
+        # Features this OpenCV lacks fail here, before any image is read (SIFT
+        # is in every OpenCV: no import needed).
         kind = detector(self.features)
         if kind.name != "sift":
             kind.create(kind.thresholds[0], 0)
         if self.root_sift is None:
             object.__setattr__(self, "root_sift", self.features == "sift")
-        for name in ("root_sift", "dense", "reduce_jpeg"):
-            value = getattr(self, name)
-            if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False; got {value!r}")
-            # Plain Python types keep the record JSON-serialisable.
-            object.__setattr__(self, name, bool(value))
-        for name in (
-            "max_side",
-            "max_keypoints",
-            "max_pixels",
-            "min_keypoints",
-            "affine_tilts",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an integer >= 0; got {value!r}")
-            if value < 0:
-                raise ValueError(
-                    f"{name} must be an integer >= 0 (0 means no limit); got {value!r}"
-                )
-            object.__setattr__(self, name, int(value))
         if self.features != "sift" and (self.root_sift or self.dense):
             option = "root_sift" if self.root_sift else "dense"
             raise ValueError(

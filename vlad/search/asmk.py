@@ -422,7 +422,7 @@ def build_asmk_index(
         The images' descriptors; a folder of shards is read a shard at a time.
     codebook : Codebook
         Visual words fitted on descriptors of the same kind (one vocabulary,
-        Euclidean; thousands of words, ``vlad fit -k 8192 --backend faiss``).
+        Euclidean; thousands of words, ``vlad fit --n-clusters 8192 --backend faiss``).
     names : sequence of str, optional
         Default the sets' names.
     binary, alpha, threshold, idf

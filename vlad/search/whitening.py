@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,17 +106,20 @@ class PCAWhitening:
             "power": self.power,
         }
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write to an ``.npz`` file atomically.
 
         Parameters
         ----------
         path : str or os.PathLike
             The file to write.
+        overwrite : bool, default=False
+            Replace an existing file; without it, ``FileExistsError``.
         """
         save_record_archive(
             path,
             {"format": "whitening", "format_version": FORMAT_VERSION, **self.record()},
+            overwrite=overwrite,
             mean=self.mean,
             components=self.components,
             explained_variance=self.explained_variance,
@@ -158,7 +162,8 @@ def fit_whitening(
     n_components: int | None = None,
     *,
     power: float = 1.0,
-    random_state: int = 0,
+    seed: int = 0,
+    random_state: int | None = None,
 ) -> PCAWhitening:
     """Learn a PCA-whitening from database vectors.
 
@@ -185,8 +190,11 @@ def fit_whitening(
         ``min(n_vectors - 1, n_features)``.
     power : float, default=1.0
         1 whitens fully, 0 only projects (PCA), values between partly.
-    random_state : int, default=0
+    seed : int, default=0
         Seed of the randomised solver used for the largest inputs.
+    random_state : int, optional
+        Deprecated name of ``seed`` (a ``FutureWarning``); ``seed`` as every
+        other function of vlad names it.
 
     Returns
     -------
@@ -215,6 +223,13 @@ def fit_whitening(
     >>> fit_whitening(duplicated).n_components
     4
     """
+    if random_state is not None:
+        warnings.warn(
+            "fit_whitening's random_state is deprecated; use seed",
+            FutureWarning,
+            stacklevel=2,
+        )
+        seed = random_state
     vectors = as_float_matrix(vectors, "vectors", dtype=np.float32)
     check_finite(vectors, "vectors")
     if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
@@ -246,7 +261,7 @@ def fit_whitening(
     if min(n_vectors, n_features) <= MAX_EXACT_SIDE:
         variances, components = _exact_axes(vectors, mean, tolerance)
     else:
-        variances, components = _randomised_axes(vectors, n_components, random_state)
+        variances, components = _randomised_axes(vectors, n_components, seed)
         spanned_axes = variances > tolerance
         variances, components = variances[spanned_axes], components[spanned_axes]
     rank = variances.shape[0]
@@ -304,7 +319,7 @@ def _exact_axes(
 
 
 def _randomised_axes(
-    vectors: np.ndarray, n_components: int | None, random_state: int
+    vectors: np.ndarray, n_components: int | None, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The leading axes by scikit-learn's PCA, randomised when fewer are asked."""
     from sklearn.decomposition import PCA
@@ -320,7 +335,7 @@ def _randomised_axes(
             svd_solver="randomized",
             n_oversamples=max(10, n_components),
             iterated_power=10,
-            random_state=random_state,
+            random_state=seed,
         )
     pca.fit(vectors)
     return pca.explained_variance_.astype(np.float64), pca.components_
