@@ -74,10 +74,6 @@ COMMANDS = {
         "vlad.cli.show_matches:show_matches",
         "Draw the inlier matches of two images side by side.",
     ),
-    "bench": (
-        "vlad.cli.bench:bench",
-        "Time the aggregators, encode and search on this machine.",
-    ),
 }
 
 
