@@ -19,6 +19,7 @@ and :class:`vlad.backends.keras_layer.NetVLAD` (Keras 3).
 """
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING
 
 from vlad._version import __version__
@@ -146,14 +147,14 @@ _EXPORTS = {
     "adapt_codebook_to_images": "vlad.images.vocabularies",
     "fit_vocabularies_to_images": "vlad.images.vocabularies",
 }
-#: Subpackages and modules that are attributes of the package once imported.
-_SUBMODULES = ("datasets",)
 
 
 def __getattr__(name: str):
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    elif name in _SUBMODULES:
+    elif not name.startswith("_") and importlib.util.find_spec(f"vlad.{name}"):
+        # A subpackage or module (vlad.core, vlad.datasets...), imported on
+        # first use as the public names are.
         value = importlib.import_module(f"vlad.{name}")
     else:
         raise AttributeError(f"module 'vlad' has no attribute {name!r}")
