@@ -20,10 +20,8 @@ from vlad.search import read_rankings
 
 from .conftest import FAST, run
 
-#: What ``vlad fit`` passes when no option is given: its k-means options, and
-#: the processes it describes images in (one process may round the last bit of
-#: a descriptor differently from a pool of them).
-COMMAND_KMEANS = {"backend": "auto", "algorithm": "auto", "max_iter": None}
+#: The processes ``vlad fit`` describes images in when not told (descriptors
+#: made in one process may differ in their last bit from a pool's).
 COMMAND_JOBS = None
 
 
@@ -69,7 +67,6 @@ def test_write_codebook_writes_the_file_of_vlad_fit(tmp_path, options, settings)
         tmp_path / "library.npz",
         n_clusters,
         descriptor_options=FAST_OPTIONS,
-        kmeans_options=COMMAND_KMEANS,
         n_jobs=COMMAND_JOBS,
         **settings,
     )
