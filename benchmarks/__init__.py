@@ -1,8 +1,7 @@
 """The benchmark harness of vlad: every aggregator against its floors and the essay.
 
 Part of the source checkout, not of the installed ``vlad`` package. Run it
-from the repository root with ``python -m benchmarks`` (the same command as
-``vlad bench``, which loads this package from the checkout beside ``vlad/``).
+from the repository root with ``python -m benchmarks`` (:mod:`benchmarks.bench`).
 
 Modules, in the order they build on each other:
 

@@ -1,4 +1,4 @@
-"""The JSON written by ``vlad bench --json`` as a Markdown page.
+"""The JSON written by ``python -m benchmarks --json`` as a Markdown page.
 
 Usage, from the root of a source checkout::
 
@@ -77,12 +77,12 @@ WHY = {
 
 
 def command_line(settings: dict, json_name: str = "results.json") -> str:
-    """The ``vlad bench`` command that makes a run with these settings."""
+    """The ``python -m benchmarks`` command that makes a run with these settings."""
     defaults = {
         name: parameter.default
         for name, parameter in inspect.signature(run_benchmarks).parameters.items()
     }
-    words = ["vlad", "bench"]
+    words = ["python", "-m", "benchmarks"]
     for size in settings["sizes"]:
         words += ["--size", size]
     if settings.get("repeats", defaults["repeats"]) != defaults["repeats"]:
@@ -249,11 +249,11 @@ def render_page(
     report = Report.from_dict(record)
     parts = [
         f"# {title}\n\n"
-        "Every figure on this page comes from one run of\n\n"
+        "Every figure on this page comes from one run, from the root of a source "
+        "checkout, of\n\n"
         f"```bash\n{command_line(report.settings, json_name)}\n```\n\n"
-        "(`python -m benchmarks` with the same options, from the root of a "
-        "source checkout, is the same command), on the machine below. Timings "
-        "vary from run to run; compare rows of one run.\n",
+        "on the machine below. Timings vary from run to run; compare rows of one "
+        "run.\n",
         machine_section(report.machine),
         "## Tables\n",
         *(format_table(table) for table in report.tables.values()),
@@ -274,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.performance_page",
         description=__doc__.split("\n\n")[0],
     )
-    parser.add_argument("results", type=Path, help="JSON of vlad bench --json")
+    parser.add_argument(
+        "results", type=Path, help="JSON of python -m benchmarks --json"
+    )
     parser.add_argument("page", type=Path, help="Markdown file to write")
     parser.add_argument("--title", default="Performance", help="the page's heading")
     arguments = parser.parse_args(argv)

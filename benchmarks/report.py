@@ -1,11 +1,11 @@
 """A whole benchmark run: the machine, every table, the targets, JSON, the plot.
 
-:func:`run_benchmarks` runs the named workloads (``vlad bench`` and
-``python -m benchmarks`` call it), prints each table as Markdown as soon as it
-is measured, and returns a :class:`Report`; :func:`write_json` saves it and
-:meth:`Report.from_dict` reads it back. :func:`machine_info` records the CPU,
-memory, library versions and BLAS/OpenMP pools; :func:`plot_sweep` draws the
-sweep (matplotlib is imported there).
+:func:`run_benchmarks` runs the named workloads (``python -m benchmarks`` calls
+it), prints each table as Markdown as soon as it is measured, and returns a
+:class:`Report`; :func:`write_json` saves it and :meth:`Report.from_dict`
+reads it back. :func:`machine_info` records the CPU, memory, library versions
+and BLAS/OpenMP pools; :func:`plot_sweep` draws the sweep (matplotlib is
+imported there).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ baseline's (a floor, the sum of two floors, the bare kernels) and the
 essay's fastest median over an end-to-end row's. A :class:`Sweep` holds the
 aggregation time against the number of descriptors. Both convert to and from
 JSON-serialisable records. The ``format_*`` functions print them as Markdown,
-as ``vlad bench`` and the performance page show them.
+as ``python -m benchmarks`` and the performance page show them.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Usage, from the repository root::
     python docs/generate_cli.py --check  # exit 1 when docs/cli.md is stale
 
 The page is ``vlad --help`` and each subcommand's ``--help``, in the order the
-group lists them (``vlad.cli.main.main.commands``), rendered by click's
+group lists them (``vlad.cli.main.COMMANDS``), rendered by click's
 ``CliRunner`` at a fixed width so that the page does not depend on the terminal.
 """
 
@@ -70,7 +70,7 @@ def render_cli_reference() -> str:
         command_help([]).rstrip("\n"),
         "```",
     ]
-    for name in vlad_command.commands:
+    for name in vlad_command.lazy_subcommands:
         sections += [
             "",
             f"## `vlad {name}`",

@@ -1,76 +1,66 @@
-"""Tests of ``vlad bench``, which loads the harness of the source checkout, and
-of the performance page made from its JSON."""
+"""Tests of ``python -m benchmarks`` (:mod:`benchmarks.bench`), the benchmark
+tables of a source checkout, and of the performance page made from its JSON."""
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
 import vlad
 from benchmarks import measuring, performance_page, report, tables, workloads
+from benchmarks.bench import bench
 from benchmarks.workloads import Workload
-from vlad.cli import bench as bench_command
 from vlad.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TINY_SINGLE = Workload("single", 1, 60, 8, 4)
 TINY_A = Workload("tiny-a", 5, 30, 6, 3, dtype="float64", kind="gaussian")
 TINY_B = Workload("tiny-b", 4, 40, 8, 4)
 
 
-def option(name):
-    return next(param for param in bench_command.bench.params if param.name == name)
-
-
-def test_literal_options_match_the_harness():
-    assert list(option("sizes").type.choices) == [
-        *workloads.SIZES,
-        *workloads.SEARCH_SIZES,
-        "all",
-    ]
-    assert option("max_seconds").default == measuring.MAX_SECONDS
-
-
-def test_load_harness_finds_the_checkout_beside_vlad():
-    checkout = bench_command.source_checkout()
-    assert checkout / "vlad" / "__init__.py" == Path(vlad.__file__).resolve()
-    harness = bench_command.load_harness()
-    assert harness is report
-    assert Path(harness.__file__).resolve() == checkout / "benchmarks" / "report.py"
-
-
-def test_without_a_checkout_the_error_is_one_line(tmp_path):
-    with pytest.raises(click.ClickException) as caught:
-        bench_command.load_harness(tmp_path)
-    assert "\n" not in caught.value.message
-    assert "pip install -e ." in caught.value.message
-
-
-def test_vlad_bench_without_a_checkout_says_so(monkeypatch, tmp_path):
-    monkeypatch.setattr(bench_command, "source_checkout", lambda: tmp_path)
+def test_vlad_bench_is_no_command_of_the_installed_vlad():
     result = CliRunner().invoke(main, ["bench", "--size", "a"])
-    assert result.exit_code == 1
-    assert result.output == f"Error: {bench_command.MISSING_HARNESS}\n"
+    assert result.exit_code == 2
+    assert "No such command 'bench'" in result.output
 
 
-def test_importing_the_command_imports_no_harness():
+def test_the_vlad_command_imports_no_harness():
     code = (
         "import sys, vlad.cli.main; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'benchmarks'))"
     )
     loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
     )
     assert loaded.stdout.strip() == "[]"
 
 
-def test_vlad_bench_refuses_to_replace_outputs(tmp_path):
+def test_python_dash_m_benchmarks_runs_the_command():
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("Usage: python -m benchmarks [OPTIONS]\n")
+    sizes = "|".join([*workloads.SIZES, *workloads.SEARCH_SIZES, "all"])
+    assert f"--size [{sizes}]" in completed.stdout
+
+
+def test_the_command_refuses_to_replace_outputs(tmp_path):
     path = tmp_path / "results.json"
     path.write_text("{}")
-    result = CliRunner().invoke(main, ["bench", "--size", "a", "--json", str(path)])
+    result = CliRunner().invoke(bench, ["--size", "a", "--json", str(path)])
     assert result.exit_code == 1
     assert "already exists; pass --overwrite" in result.output
     assert path.read_text() == "{}"
@@ -78,21 +68,22 @@ def test_vlad_bench_refuses_to_replace_outputs(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """``vlad bench --size a --size single --size b --json`` at tiny sizes."""
+    """``python -m benchmarks --size a --size single --size b --json`` at tiny
+    sizes."""
     path = tmp_path_factory.mktemp("bench") / "results.json"
     sizes = ["--size", "a", "--size", "single", "--size", "b"]
-    arguments = ["bench", *sizes, "--repeats", "1"]
+    arguments = [*sizes, "--repeats", "1"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(measuring, "MIN_SECONDS", 0.0)
         patch.setitem(workloads.WORKLOADS, "a", TINY_A)
         patch.setitem(workloads.WORKLOADS, "single", TINY_SINGLE)
         patch.setitem(workloads.WORKLOADS, "b", TINY_B)
-        result = CliRunner().invoke(main, [*arguments, "--json", str(path)])
+        result = CliRunner().invoke(bench, [*arguments, "--json", str(path)])
     assert result.exit_code == 0, result.output
     return result, path
 
 
-def test_vlad_bench_prints_tables_and_writes_json(tiny_run):
+def test_the_command_prints_tables_and_writes_json(tiny_run):
     result, path = tiny_run
     printed = result.stdout
     titles = ("### Machine", "Workload tiny-a", "Single-image latency", "threads")
@@ -123,7 +114,7 @@ def test_performance_page(tiny_run, tmp_path):
     record = json.loads(path.read_text())
     assert text.startswith("# Performance\n")
     sizes = "--size a --size single --size b"
-    command = f"vlad bench {sizes} --repeats 1 --json results.json"
+    command = f"python -m benchmarks {sizes} --repeats 1 --json results.json"
     assert f"```bash\n{command}\n```" in text
     assert f"- CPU: {record['machine']['cpu']} (" in text
     assert f"numpy {record['machine']['versions']['numpy']}" in text
@@ -140,8 +131,8 @@ def test_performance_page(tiny_run, tmp_path):
 def test_command_line_names_the_options_that_differ_from_the_defaults():
     settings = {"sizes": ["b"], "repeats": 5, "threads": None, "slow": True}
     assert performance_page.command_line({**settings, "max_seconds": 20.0}) == (
-        "vlad bench --size b --threads 0 --slow --json results.json"
+        "python -m benchmarks --size b --threads 0 --slow --json results.json"
     )
     assert performance_page.command_line(
         {"sizes": ["a"], "max_seconds": 2.5}, "x.json"
-    ) == ("vlad bench --size a --max-seconds 2.5 --json x.json")
+    ) == ("python -m benchmarks --size a --max-seconds 2.5 --json x.json")

@@ -19,40 +19,47 @@ and :class:`vlad.backends.keras_layer.NetVLAD` (Keras 3).
 """
 
 import importlib
+import importlib.util
+from typing import TYPE_CHECKING
 
-from vlad import datasets
 from vlad._version import __version__
-from vlad.backends.jax.encoder import JaxEncoder
-from vlad.backends.torch.encoder import TorchEncoder
-from vlad.core.adaptation import CodebookAdapter, adapt_codebook
-from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
-from vlad.core.assignment import assign
-from vlad.core.codebook import Codebook, fit_codebook
-from vlad.core.descriptors import DescriptorSets
-from vlad.core.encoding import encode
-from vlad.core.nearest import assign_nearest, assignment_weights
-from vlad.core.normalization import normalize
-from vlad.core.options import EncodingOptions
-from vlad.core.vocabularies import (
-    fit_vocabularies,
-    split_vocabularies,
-    stack_vocabularies,
-)
-from vlad.formats.vectors import load_vectors, save_vectors
-from vlad.images.batch import (
-    BatchReport,
-    EncodedImages,
-    encode_images,
-    extract_images,
-    fit_codebook_to_images,
-)
-from vlad.images.files import ImageReadError, find_images, read_image
-from vlad.images.sift import SiftOptions, extract_sift, root_sift
-from vlad.images.vocabularies import (
-    adapt_codebook_to_images,
-    fit_vocabularies_to_images,
-)
-from vlad.info import describe_file
+
+if TYPE_CHECKING:
+    from vlad import datasets
+    from vlad.backends.jax.encoder import JaxEncoder
+    from vlad.backends.torch.encoder import TorchEncoder
+    from vlad.core.adaptation import CodebookAdapter, adapt_codebook
+    from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
+    from vlad.core.assignment import assign
+    from vlad.core.codebook import Codebook, fit_codebook
+    from vlad.core.descriptors import DescriptorSets
+    from vlad.core.encoding import encode
+    from vlad.core.nearest import assign_nearest, assignment_weights
+    from vlad.core.normalization import normalize
+    from vlad.core.options import EncodingOptions
+    from vlad.core.vocabularies import (
+        fit_vocabularies,
+        split_vocabularies,
+        stack_vocabularies,
+    )
+    from vlad.estimators.encoder import VLADEncoder
+    from vlad.estimators.feature_extractor import FeatureExtractor
+    from vlad.estimators.sift_extractor import SIFTExtractor
+    from vlad.info import describe_file
+    from vlad.formats.vectors import load_vectors, save_vectors
+    from vlad.images.batch import (
+        BatchReport,
+        EncodedImages,
+        encode_images,
+        extract_images,
+        fit_codebook_to_images,
+    )
+    from vlad.images.files import ImageReadError, find_images, read_image
+    from vlad.images.sift import SiftOptions, extract_sift, root_sift
+    from vlad.images.vocabularies import (
+        adapt_codebook_to_images,
+        fit_vocabularies_to_images,
+    )
 
 __all__ = [
     "AGGREGATORS",
@@ -97,19 +104,62 @@ __all__ = [
     "stack_vocabularies",
 ]
 
-# Public names whose modules import scikit-learn's estimator machinery (about
-# 0.6 s), loaded on first use so that ``import vlad`` and the CLI stay fast.
-_LAZY_MODULES = {
+# The public names, each imported from its module on first use (PEP 562), so
+# that ``import vlad`` and the command line's --help import none of NumPy,
+# OpenCV or scikit-learn.
+_EXPORTS = {
+    "JaxEncoder": "vlad.backends.jax.encoder",
+    "TorchEncoder": "vlad.backends.torch.encoder",
+    "CodebookAdapter": "vlad.core.adaptation",
+    "adapt_codebook": "vlad.core.adaptation",
+    "AGGREGATORS": "vlad.core.aggregators",
+    "aggregate": "vlad.core.aggregators",
+    "available_aggregators": "vlad.core.aggregators",
+    "assign": "vlad.core.assignment",
+    "Codebook": "vlad.core.codebook",
+    "fit_codebook": "vlad.core.codebook",
+    "DescriptorSets": "vlad.core.descriptors",
+    "encode": "vlad.core.encoding",
+    "assign_nearest": "vlad.core.nearest",
+    "assignment_weights": "vlad.core.nearest",
+    "normalize": "vlad.core.normalization",
+    "EncodingOptions": "vlad.core.options",
+    "fit_vocabularies": "vlad.core.vocabularies",
+    "split_vocabularies": "vlad.core.vocabularies",
+    "stack_vocabularies": "vlad.core.vocabularies",
+    "VLADEncoder": "vlad.estimators.encoder",
     "FeatureExtractor": "vlad.estimators.feature_extractor",
     "SIFTExtractor": "vlad.estimators.sift_extractor",
-    "VLADEncoder": "vlad.estimators.encoder",
+    "describe_file": "vlad.info",
+    "load_vectors": "vlad.formats.vectors",
+    "save_vectors": "vlad.formats.vectors",
+    "BatchReport": "vlad.images.batch",
+    "EncodedImages": "vlad.images.batch",
+    "encode_images": "vlad.images.batch",
+    "extract_images": "vlad.images.batch",
+    "fit_codebook_to_images": "vlad.images.batch",
+    "ImageReadError": "vlad.images.files",
+    "find_images": "vlad.images.files",
+    "read_image": "vlad.images.files",
+    "SiftOptions": "vlad.images.sift",
+    "extract_sift": "vlad.images.sift",
+    "root_sift": "vlad.images.sift",
+    "adapt_codebook_to_images": "vlad.images.vocabularies",
+    "fit_vocabularies_to_images": "vlad.images.vocabularies",
 }
 
 
 def __getattr__(name: str):
-    if name in _LAZY_MODULES:
-        return getattr(importlib.import_module(_LAZY_MODULES[name]), name)
-    raise AttributeError(f"module 'vlad' has no attribute {name!r}")
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif not name.startswith("_") and importlib.util.find_spec(f"vlad.{name}"):
+        # A subpackage or module (vlad.core, vlad.datasets...), imported on
+        # first use as the public names are.
+        value = importlib.import_module(f"vlad.{name}")
+    else:
+        raise AttributeError(f"module 'vlad' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

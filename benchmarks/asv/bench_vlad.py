@@ -3,7 +3,7 @@
 Each class builds its data in ``setup``
 (:func:`benchmarks.workloads.make_problem`, seeded
 ``np.random.default_rng(0)``), each ``time_*``/``peakmem_*`` method does one
-operation, and BLAS/OpenMP run on one thread (as in ``vlad bench``).
+operation, and BLAS/OpenMP run on one thread (as in ``python -m benchmarks``).
 Workloads ``b`` and ``c`` (hundreds of MiB) run only with
 ``VLAD_BENCH_HUGE=1``. Run with ``asv run --python=same`` from ``benchmarks/``
 (where ``asv.conf.json`` points asv at this folder, ``benchmarks/asv/``).

@@ -13,6 +13,7 @@ import cv2
 import pytest
 from html_pages import parse_page, source_file
 from photos import DATA, FAST_OPTIONS
+from readme_commands import README, quick_start_commands
 
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.pages import write_matches_picture
@@ -284,9 +285,7 @@ def test_the_quick_start_ends_by_writing_the_search_page(main_job, tmp_path):
     """The README's Quick start search, run on the main job's codebook: the
     table it prints is the one without --html, and the page shows it."""
     folder, _, _ = main_job
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    first_line = quick_start.split("```bash\n", 1)[1].splitlines()[0]
+    first_line = quick_start_commands(README.read_text(encoding="utf-8"))[0]
     command = shlex.split(first_line.split(" && ")[-1])
     assert command[:2] == ["vlad", "search"]
     assert command[-5:] == ["--html", "results.html", "--images", "data", "--overwrite"]

@@ -26,11 +26,7 @@ from vlad.cli.reporting import (
     report_skipped,
 )
 from vlad.core.parameters import N_CLUSTERS, SAMPLE
-from vlad.images.batch import fit_codebook_to_images
-from vlad.images.vocabularies import (
-    adapt_codebook_to_images,
-    fit_vocabularies_to_images,
-)
+from vlad.pipeline.codebook_fit import write_adapted_codebook, write_codebook
 
 __all__ = ["fit"]
 
@@ -117,102 +113,36 @@ def fit(
         vlad fit mine/ --adapt generic.npz -o adapted.npz
     """
     check_outputs([output], overwrite)
-    if adapt_from is not None or n_vocabularies > 1:
-        _adapt_or_fit_vocabularies(
-            inputs,
-            adapt_from,
-            output,
-            descriptor_options,
-            extractor,
-            kmeans_options,
-            n_jobs,
-            verbosity,
-        )
-        return
-    with library_errors(), progress_bar(verbosity, "Describing") as progress:
-        codebook, report = fit_codebook_to_images(
-            inputs,
-            n_clusters,
-            sample=sample,
-            per_image=per_image,
-            seed=seed,
-            descriptor_options=descriptor_options,
-            kmeans_options=kmeans_options,
-            extractor=extractor,
-            n_jobs=n_jobs,
-            progress=progress,
-        )
-        codebook.save(output, overwrite=overwrite)
-    logger.info(
-        "wrote a codebook of %d centres x %d features (fingerprint %s), fitted on "
-        "%d descriptors of %d images, to %s",
-        codebook.n_clusters,
-        codebook.n_features,
-        codebook.fingerprint,
-        codebook.metadata["n_training_descriptors"],
-        len(report.names),
-        output,
-    )
-    report_skipped(report)
-
-
-def _adapt_or_fit_vocabularies(
-    inputs: tuple[Path, ...],
-    adapt_from: Path | None,
-    output: Path,
-    descriptor_options: dict,
-    extractor: str | None,
-    kmeans_options: dict,
-    n_jobs: int | None,
-    verbosity: int,
-) -> None:
-    """``vlad fit --adapt`` and ``vlad fit --vocabularies N``."""
-    ctx = click.get_current_context()
-    params = ctx.params
     if adapt_from is not None:
-        given = [
-            name
-            for name in ("n_clusters", "sample", "per_image", "seed", "n_vocabularies")
-            if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
-        ]
-        if given:
-            options = {
-                "n_clusters": "--n-clusters",
-                "sample": "--sample",
-                "per_image": "--per-image",
-                "seed": "--seed",
-                "n_vocabularies": "--vocabularies",
-            }
-            raise click.UsageError(
-                f"{options[given[0]]} does not apply with --adapt: the adapted "
-                "codebook keeps the centres and vocabularies of "
-                f"{click.format_filename(adapt_from)}"
-            )
+        _refuse_fitting_options(adapt_from)
     with library_errors(), progress_bar(verbosity, "Describing") as progress:
         if adapt_from is not None:
-            codebook, report = adapt_codebook_to_images(
+            codebook, report = write_adapted_codebook(
                 inputs,
                 adapt_from,
+                output,
                 descriptor_options=descriptor_options,
                 extractor=extractor,
                 n_jobs=n_jobs,
                 progress=progress,
+                overwrite=overwrite,
             )
         else:
-            codebook, report = fit_vocabularies_to_images(
+            codebook, report = write_codebook(
                 inputs,
-                params["n_clusters"],
-                params["n_vocabularies"],
-                sample=params["sample"],
-                per_image=params["per_image"],
-                seed=params["seed"],
+                output,
+                n_clusters,
+                n_vocabularies=n_vocabularies,
+                sample=sample,
+                per_image=per_image,
+                seed=seed,
                 descriptor_options=descriptor_options,
-                extractor=extractor,
                 kmeans_options=kmeans_options,
+                extractor=extractor,
                 n_jobs=n_jobs,
                 progress=progress,
+                overwrite=overwrite,
             )
-        codebook.save(output, overwrite=params["overwrite"])
     if adapt_from is not None:
         record = codebook.metadata["adaptation"]
         logger.info(
@@ -225,15 +155,50 @@ def _adapt_or_fit_vocabularies(
             record["n_empty_centers"],
             output,
         )
-    else:
+    elif n_vocabularies > 1:
         logger.info(
             "wrote a codebook of %d vocabularies of %d centres x %d features "
             "(fingerprint %s), fitted on the descriptors of %d images, to %s",
             codebook.n_vocabularies,
-            params["n_clusters"],
+            n_clusters,
             codebook.n_features,
             codebook.fingerprint,
             len(report.names),
             output,
         )
+    else:
+        logger.info(
+            "wrote a codebook of %d centres x %d features (fingerprint %s), fitted "
+            "on %d descriptors of %d images, to %s",
+            codebook.n_clusters,
+            codebook.n_features,
+            codebook.fingerprint,
+            codebook.metadata["n_training_descriptors"],
+            len(report.names),
+            output,
+        )
     report_skipped(report)
+
+
+def _refuse_fitting_options(adapt_from: Path) -> None:
+    """``--adapt`` keeps the codebook's centres: refuse the options that fit
+    them afresh."""
+    ctx = click.get_current_context()
+    options = {
+        "n_clusters": "--n-clusters",
+        "sample": "--sample",
+        "per_image": "--per-image",
+        "seed": "--seed",
+        "n_vocabularies": "--vocabularies",
+    }
+    given = [
+        name
+        for name in options
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
+    ]
+    if given:
+        raise click.UsageError(
+            f"{options[given[0]]} does not apply with --adapt: the adapted "
+            "codebook keeps the centres and vocabularies of "
+            f"{click.format_filename(adapt_from)}"
+        )

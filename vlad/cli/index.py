@@ -10,15 +10,7 @@ import click
 
 from vlad.cli.options import overwrite_option, verbosity_options
 from vlad.cli.reporting import count, library_errors
-from vlad.core.codebook import Codebook
-from vlad.formats.descriptor_files import read_descriptor_file
-from vlad.formats.shards import open_shards
-from vlad.formats.vectors import load_vectors
-from vlad.search.asmk import build_asmk_index
-from vlad.search.expansion import QueryExpansion
-from vlad.search.index import build_index
-from vlad.search.queries import source_record
-from vlad.search.streamed_index import index_shards
+from vlad.pipeline.index_build import write_index
 
 __all__ = ["index"]
 
@@ -168,43 +160,44 @@ def index(
             f"{output} already exists; pass --overwrite to replace it"
         )
     _check_method_options(ctx, method)
-    if method == "asmk":
-        _index_asmk(vectors, output, codebook, binary, alpha, threshold, idf, overwrite)
-        return
     with library_errors():
-        if vectors.is_dir() and pca is None and whiten is None and not augment:
-            # A folder of shards is indexed a shard at a time.
-            built = index_shards(
-                vectors,
-                output,
-                factory=factory,
-                parameters=parameters,
-                source=source_record(open_shards(vectors).record),
-                overwrite=overwrite,
-            )
-        else:
-            matrix, names, record = load_vectors(vectors)
-            augmentation = QueryExpansion(augment, augment_alpha) if augment else None
-            built = build_index(
-                matrix,
-                names,
-                pca=pca,
-                whiten=whiten,
-                factory=factory,
-                parameters=parameters,
-                augmentation=augmentation,
-                source=source_record(record),
-            )
-            built.save(output, overwrite=overwrite)
-    search = "exact search" if built.factory is None else f"faiss {built.factory!r}"
-    logger.info(
-        "wrote an index of %s (%d dimensions, %s, %d bytes per image) to %s",
-        count(built.n_images, "image"),
-        built.dimension,
-        search,
-        built.bytes_per_image,
-        output,
-    )
+        built = write_index(
+            vectors,
+            output,
+            method=method,
+            pca=pca,
+            whiten=whiten,
+            factory=factory,
+            parameters=parameters,
+            augment=augment,
+            augment_alpha=augment_alpha,
+            codebook=codebook,
+            binary=binary,
+            alpha=alpha,
+            threshold=threshold,
+            idf=idf,
+            overwrite=overwrite,
+        )
+    if method == "asmk":
+        logger.info(
+            "wrote an %s index of %s (%s words, %s, %d bytes each) to %s",
+            "ASMK*" if binary else "ASMK",
+            count(built.n_images, "image"),
+            f"{built.n_words:,}",
+            count(built.n_entries, "image word", "image words"),
+            built.bytes_per_entry,
+            output,
+        )
+    else:
+        search = "exact search" if built.factory is None else f"faiss {built.factory!r}"
+        logger.info(
+            "wrote an index of %s (%d dimensions, %s, %d bytes per image) to %s",
+            count(built.n_images, "image"),
+            built.dimension,
+            search,
+            built.bytes_per_image,
+            output,
+        )
     if built.n_empty:
         logger.info(
             "%s no descriptors and will never match",
@@ -225,39 +218,3 @@ def _check_method_options(ctx: click.Context, method: str) -> None:
         raise click.UsageError(f"{options} do not apply to --method {method}")
     if method == "asmk" and ctx.params["codebook"] is None:
         raise click.UsageError("--method asmk needs --codebook")
-
-
-def _index_asmk(
-    descriptors: Path,
-    output: Path,
-    codebook: Path,
-    binary: bool,
-    alpha: float,
-    threshold: float,
-    idf: bool,
-    overwrite: bool,
-) -> None:
-    with library_errors():
-        built = build_asmk_index(
-            read_descriptor_file(descriptors, lazy=True),
-            Codebook.load(codebook),
-            binary=binary,
-            alpha=alpha,
-            threshold=threshold,
-            idf=idf,
-        )
-        built.save(output, overwrite=overwrite)
-    logger.info(
-        "wrote an %s index of %s (%s words, %s, %d bytes each) to %s",
-        "ASMK*" if binary else "ASMK",
-        count(built.n_images, "image"),
-        f"{built.n_words:,}",
-        count(built.n_entries, "image word", "image words"),
-        built.bytes_per_entry,
-        output,
-    )
-    if built.n_empty:
-        logger.info(
-            "%s no descriptors and will never match",
-            count(built.n_empty, "image") + (" has" if built.n_empty == 1 else " have"),
-        )

@@ -6,28 +6,26 @@ removing what it was writing."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import click
 
 from vlad._version import __version__
-from vlad.cli.bench import bench
-from vlad.cli.encode import encode
-from vlad.cli.evaluate import evaluate
-from vlad.cli.extract import extract
-from vlad.cli.fit import fit
-from vlad.cli.index import index
-from vlad.cli.info import info
-from vlad.cli.reporting import printable
-from vlad.cli.search import search
-from vlad.cli.show_matches import show_matches
-from vlad.images.decoder_messages import capture_decoder_messages
+from vlad.formats.names import printable
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "VladGroup", "main"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "LazyGroup",
+    "VladGroup",
+    "main",
+]
 
 #: Exit statuses of an interrupted (SIGINT, Ctrl-C) and a terminated
 #: (SIGTERM) command: 128 plus the signal's number, as shells report them.
@@ -42,7 +40,93 @@ def _raise_terminated(signal_number, frame):
     raise _Terminated
 
 
-class VladGroup(click.Group):
+#: The subcommands, in the order the reference lists them: name -> (the
+#: command's ``module:attribute``, its short help). The group lists them with
+#: this short help and imports a command's module only to run it or show its
+#: own --help (tests check that each short help is the command's own).
+COMMANDS = {
+    "extract": (
+        "vlad.cli.extract:extract",
+        "Extract local descriptors of images (.npz or folder).",
+    ),
+    "fit": ("vlad.cli.fit:fit", "Fit a k-means codebook on images or descriptors."),
+    "encode": (
+        "vlad.cli.encode:encode",
+        "Encode images as VLAD vectors with a codebook.",
+    ),
+    "info": (
+        "vlad.cli.info:info",
+        "Show what a vlad file, index or results file holds.",
+    ),
+    "index": (
+        "vlad.cli.index:index",
+        "Index VLAD vectors (or descriptors, by ASMK) for search.",
+    ),
+    "search": (
+        "vlad.cli.search:search",
+        "Search an index with query vectors or images.",
+    ),
+    "evaluate": (
+        "vlad.cli.evaluate:evaluate",
+        "Score search results against a ground truth.",
+    ),
+    "show-matches": (
+        "vlad.cli.show_matches:show_matches",
+        "Draw the inlier matches of two images side by side.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported when one runs or shows its help,
+    not to list them (click's "Lazily Loading Subcommands").
+
+    Parameters
+    ----------
+    lazy_subcommands : mapping, optional
+        Name -> (``"module:attribute"`` of the command, its short help).
+    """
+
+    def __init__(
+        self,
+        *args,
+        lazy_subcommands: Mapping[str, tuple[str, str]] | None = None,
+        **kwargs,
+    ):
+        super().__init__(*args, **kwargs)
+        self.lazy_subcommands = dict(lazy_subcommands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy_subcommands:
+            module, _, attribute = self.lazy_subcommands[cmd_name][0].partition(":")
+            self.add_command(
+                getattr(importlib.import_module(module), attribute), cmd_name
+            )
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter):
+        """The commands with their short help, as click lists them, those not
+        yet imported with the short help of ``lazy_subcommands``."""
+        commands = []
+        for name in self.list_commands(ctx):
+            command = self.commands.get(name)
+            if command is None:
+                command = click.Command(name, short_help=self.lazy_subcommands[name][1])
+            if not command.hidden:
+                commands.append((name, command))
+        if commands:
+            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
+            rows = [
+                (name, command.get_short_help_str(limit)) for name, command in commands
+            ]
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class VladGroup(LazyGroup):
     """The command group: a subcommand interrupted by Ctrl-C or SIGTERM
     cleans up (temporary files go, earlier outputs stay) and exits with
     130 or 143, with one line on stderr."""
@@ -54,6 +138,8 @@ class VladGroup(click.Group):
         return name, command, rest
 
     def invoke(self, ctx: click.Context):
+        from vlad.images.decoder_messages import capture_decoder_messages
+
         # The decoders' messages become each image's warning or error: the
         # command, unlike a library call, may point descriptor 2 elsewhere.
         try:
@@ -139,7 +225,11 @@ def _python_stderr_apart() -> Iterator[None]:
         sys.stderr = previous
 
 
-@click.group(cls=VladGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=VladGroup,
+    lazy_subcommands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, "--version", prog_name="vlad")
 def main() -> None:
     """VLAD vectors of image folders: SIFT descriptors, codebooks, vectors,
@@ -154,14 +244,3 @@ def main() -> None:
 
     Run "vlad COMMAND --help" for a command's options.
     """
-
-
-main.add_command(extract)
-main.add_command(fit)
-main.add_command(encode)
-main.add_command(info)
-main.add_command(index)
-main.add_command(search)
-main.add_command(evaluate)
-main.add_command(show_matches)
-main.add_command(bench)

@@ -29,7 +29,7 @@ __all__ = [
 logger = logging.getLogger("vlad.cli")
 
 #: Library errors that are the user's to fix: shown as one line, no traceback.
-USER_ERRORS = (ValueError, TypeError, OSError, ImportError, MemoryError)
+USER_ERRORS = (ValueError, OSError, ImportError, MemoryError)
 
 
 class _StderrHandler(logging.Handler):

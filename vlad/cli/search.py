@@ -23,13 +23,10 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
-from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.formats.names import printable
-from vlad.search.asmk_files import is_asmk_index, load_asmk_index
-from vlad.search.expansion import QueryExpansion
-from vlad.search.index import load_index
-from vlad.search.queries import read_asmk_queries, read_queries
-from vlad.search.reranking import DEFAULT_DEPTH, rerank_spatially
+from vlad.pipeline.search_run import search_index
+from vlad.search.asmk_files import is_asmk_index
+from vlad.search.reranking import DEFAULT_DEPTH
 from vlad.search.results import RESULT_SUFFIXES, SearchResults
 from vlad.search.spatial import MIN_INLIERS
 
@@ -181,8 +178,7 @@ def search(
         vlad search index queries/ -c codebook.npz --html results.html \\
             --images photos/ --ground-truth ground_truth.json
     """
-    spatial = "spatial" in rerank
-    if spatial and database_descriptors is None:
+    if "spatial" in rerank and database_descriptors is None:
         raise click.UsageError("--rerank spatial needs --database-descriptors")
     check_outputs([path for path in (output, page.html) if path], overwrite)
     asmk = is_asmk_index(index_folder)
@@ -190,50 +186,31 @@ def search(
         raise click.UsageError(
             "--rerank qe and --parameters do not apply to an ASMK index"
         )
+    label = "Describing queries" if asmk else "Encoding queries"
     with library_errors():
-        if asmk:
-            index = load_asmk_index(index_folder, mmap=True)
-            with progress_bar(verbosity, "Describing queries") as progress:
-                query_sets, report = read_asmk_queries(
-                    list(queries), index, codebook, n_jobs=n_jobs, progress=progress
-                )
-            report_skipped(report)
-            results = index.search(
-                query_sets, k, multiple_assignment=multiple_assignment
-            )
-        else:
-            index = load_index(index_folder, mmap=True, parameters=parameters)
-            with progress_bar(verbosity, "Encoding queries") as progress:
-                found = read_queries(
-                    list(queries),
-                    index,
-                    codebook,
-                    keep_descriptors=spatial,
-                    n_jobs=n_jobs,
-                    progress=progress,
-                )
-            if found.report is not None:
-                report_skipped(found.report, vectors=True)
-            query_sets = found.descriptor_sets
-            expansion = (
-                QueryExpansion(qe_neighbours, qe_alpha) if "qe" in rerank else None
-            )
-            results = index.search(
-                found.vectors, k, query_names=found.names, expansion=expansion
-            )
-        database_sets = read_descriptor_file(database_descriptors) if spatial else None
-        if spatial:
-            results = rerank_spatially(
-                results,
-                query_sets,
-                database_sets,
-                depth=rerank_depth,
+        with progress_bar(verbosity, label) as progress:
+            run = search_index(
+                index_folder,
+                queries,
+                codebook=codebook,
+                top=k,
+                rerank=rerank,
+                qe_neighbours=qe_neighbours,
+                qe_alpha=qe_alpha,
+                rerank_depth=rerank_depth,
                 min_inliers=min_inliers,
+                verification=verification,
+                database_descriptors=database_descriptors,
+                parameters=parameters,
+                multiple_assignment=multiple_assignment,
                 n_jobs=n_jobs,
-                **verification,
+                progress=progress,
             )
         if output is not None:
-            results.write(output)
+            run.results.write(output)
+    if run.report is not None:
+        report_skipped(run.report, vectors=not asmk)
+    results = run.results
     for note in results.notes:
         logger.warning(note)
     for result in results:
@@ -249,7 +226,9 @@ def search(
             output,
         )
     if page.html is not None:
-        sets = (query_sets, database_sets) if spatial else None
+        sets = None
+        if run.query_descriptors is not None:
+            sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
             write_results_page(page, results, queries, sets, n_jobs, verbosity)
 

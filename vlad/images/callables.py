@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vlad.errors import VladError
 from vlad.images.files import MAX_PIXELS, ImageReadError, read_image
 from vlad.images.pixels import as_rgb_image
 
@@ -156,9 +157,10 @@ class CallableExtractor:
         ------
         vlad.ImageReadError
             The file cannot be read, or the callable raised on this image.
-        TypeError, ValueError
+        ValueError
             The callable returned something other than a finite
-            floating-point (L, F) array.
+            floating-point (L, F) array (a :class:`vlad.errors.VladError` when
+            not an array of floats).
         """
         if isinstance(image, (str, os.PathLike)):
             name = name or os.fspath(image)
@@ -185,7 +187,7 @@ class CallableExtractor:
             array = None
         if array is None or array.dtype.kind != "f":
             what = f"dtype {array.dtype}" if array is not None else type(descriptors)
-            raise TypeError(
+            raise VladError(
                 f"the extractor {self.name} returned {what} for {name}; expected "
                 "a floating-point array of shape (L, F)"
             )
