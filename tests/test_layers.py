@@ -21,6 +21,7 @@ PACKAGE = pathlib.Path(vlad.__file__).parent
 FLOORS = {
     "core": 0,
     "_version": 0,
+    "errors": 0,
     "formats": 1,
     "backends": 1,
     "datasets": 1,
@@ -29,6 +30,7 @@ FLOORS = {
     "estimators": 3,
     "evaluation": 4,
     "info": 4,
+    "pipeline": 5,
     "pages": 5,
     "cli": 6,
     "vlad": 7,
