@@ -18,8 +18,8 @@ import vlad
 from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.formats.descriptor_shards import open_descriptor_shards
 from vlad.formats.shards import MANIFEST_NAME
-from vlad.images.sharded import encode_images_to_folder
-from vlad.images.sharded_descriptors import extract_images_to_folder
+from vlad.pipeline.descriptor_shards import extract_images_to_folder
+from vlad.pipeline.vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")

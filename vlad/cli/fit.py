@@ -23,9 +23,9 @@ from vlad.cli.reporting import (
     report_skipped,
 )
 from vlad.core.codebook import DEFAULT_N_CLUSTERS
-from vlad.images.batch import fit_codebook_to_images
-from vlad.images.vocabularies import (
-    adapt_codebook_to_images,
+from vlad.pipeline.adaptation import adapt_codebook_to_images
+from vlad.pipeline.vocabularies import (
+    fit_codebook_to_images,
     fit_vocabularies_to_images,
 )
 
