@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from vlad.formats.shards import ShardWriter, shard_key, write_shard
+from vlad.formats.shards import ShardWriter, shard_key
 from vlad.pipeline.cluster import make_shards_on_cluster
 from vlad.pipeline.pool import Progress
 
@@ -38,7 +38,6 @@ __all__ = [
     "make_shards_here",
     "plan_shard_run",
     "run_shards",
-    "write_made_shard",
 ]
 
 logger = logging.getLogger(__name__)
@@ -206,11 +205,6 @@ def plan_shard_run(
     return run
 
 
-def write_made_shard(folder: str | os.PathLike, index: int, shard: Shard) -> None:
-    """Write ``shard`` as shard ``index`` of ``folder`` (atomically)."""
-    write_shard(folder, index, shard.array, shard.record, extras=shard.extras)
-
-
 def make_shards_here(
     run: ShardRun, n_jobs: int | None, progress: Progress | None = None
 ) -> None:
@@ -228,7 +222,7 @@ def make_shards_here(
     )
     for index in todo:
         shard = run.kind.make(results, len(run.groups[index]), run.keys[index], n_jobs)
-        write_made_shard(run.writer.folder, index, shard)
+        run.writer.write(index, shard.array, shard.record, extras=shard.extras)
         run.shards[index] = shard.record
         del shard
 
