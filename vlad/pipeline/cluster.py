@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,6 @@ __all__ = [
     "make_shards_on_cluster",
     "require_client",
     "require_distributed",
-    "run_shard_tasks",
     "worker_codebook",
 ]
 
@@ -154,20 +153,49 @@ def make_shards_on_cluster(
     ValueError, OSError
         As a task raised them (after :data:`TASK_RETRIES` more tries).
     """
-    require_client(client)
-    if not run.todo:
+    distributed = require_client(client)
+    todo = run.todo
+    if not todo:
         return
     kind, resources = run.kind.for_cluster(client)
-    run_shard_tasks(
-        client,
-        make_shard,
-        run.writer.folder,
-        run.groups,
-        run.keys,
-        run.shards,
-        (kind, *resources),
-        progress=progress,
-    )
+    n_done = run.n_items - sum(len(run.groups[index]) for index in todo)
+    folder = os.path.abspath(run.writer.folder)
+    run_id = hashlib.sha256(folder.encode(errors="surrogateescape")).hexdigest()[:8]
+    futures = {}
+    for index in todo:
+        # The workers may run elsewhere: the paths they are given are absolute.
+        images = [
+            ImageFile(Path(os.path.abspath(image.path)), image.name)
+            for image in run.groups[index]
+        ]
+        key = run.keys[index]
+        future = client.submit(
+            make_shard,
+            folder,
+            index,
+            key,
+            images,
+            kind,
+            *resources,
+            key=f"vlad-shard-{index:05d}-{key[:16]}-{run_id}",
+            retries=TASK_RETRIES,
+        )
+        futures[future] = index
+    try:
+        for future in distributed.as_completed(futures):
+            index = futures[future]
+            try:
+                run.shards[index] = future.result()
+            except distributed.KilledWorker:
+                raise RuntimeError(
+                    f"shard {index} of {folder} killed every Dask worker that ran "
+                    "it (out of memory?); the shards written are kept for --resume"
+                ) from None
+            n_done += len(run.groups[index])
+            if progress is not None:
+                progress(n_done, run.n_items)
+    finally:
+        client.cancel(list(futures))
 
 
 def require_client(client: Any) -> Any:
@@ -187,90 +215,6 @@ def require_client(client: Any) -> Any:
             f"client must be a dask.distributed.Client; got {type(client).__name__}"
         )
     return distributed
-
-
-def run_shard_tasks(
-    client: Any,
-    task: Callable[..., dict],
-    folder: str | os.PathLike,
-    groups: list[list[ImageFile]],
-    keys: list[str],
-    shards: list[dict | None],
-    arguments: tuple,
-    *,
-    progress: Progress | None = None,
-) -> None:
-    """Run ``task(folder, index, key, images, *arguments)`` on ``client``'s
-    cluster for each shard whose record (``shards[index]``) is None, and put
-    the record it returns there.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    task : callable
-        Makes and writes one shard, returning its record; it is given the
-        folder and the images' paths made absolute. It must write the same
-        files when run again, since a task whose worker dies is.
-    folder : path-like
-        The folder of shards.
-    groups : list of list of ImageFile
-        The images of each shard.
-    keys : list of str
-        Each shard's key.
-    shards : list of dict or None
-        Each shard's record, None while to be made; filled in here.
-    arguments : tuple
-        The task's further arguments, the same for every shard.
-    progress : callable, optional
-        Called as ``progress(n_done, n_total)`` with images as shards finish.
-
-    Raises
-    ------
-    TypeError
-        ``client`` is not a ``distributed.Client``.
-    RuntimeError
-        A shard's task killed every worker it ran on.
-    ValueError, OSError
-        As a task raised them (after :data:`TASK_RETRIES` more tries).
-    """
-    distributed = require_client(client)
-    todo = [index for index, shard in enumerate(shards) if shard is None]
-    n_images = sum(len(group) for group in groups)
-    n_done = n_images - sum(len(groups[index]) for index in todo)
-    folder = os.path.abspath(folder)
-    run_id = hashlib.sha256(folder.encode(errors="surrogateescape")).hexdigest()[:8]
-    futures = {}
-    for index in todo:
-        images = [
-            ImageFile(Path(os.path.abspath(image.path)), image.name)
-            for image in groups[index]
-        ]
-        future = client.submit(
-            task,
-            folder,
-            index,
-            keys[index],
-            images,
-            *arguments,
-            key=f"vlad-shard-{index:05d}-{keys[index][:16]}-{run_id}",
-            retries=TASK_RETRIES,
-        )
-        futures[future] = index
-    try:
-        for future in distributed.as_completed(futures):
-            index = futures[future]
-            try:
-                shards[index] = future.result()
-            except distributed.KilledWorker:
-                raise RuntimeError(
-                    f"shard {index} of {folder} killed every Dask worker that ran "
-                    "it (out of memory?); the shards written are kept for --resume"
-                ) from None
-            n_done += len(groups[index])
-            if progress is not None:
-                progress(n_done, n_images)
-    finally:
-        client.cancel(list(futures))
 
 
 def make_shard(
