@@ -13,8 +13,11 @@ into folders of shards, here or on a Dask cluster.
 - :mod:`vlad.pipeline.shard_runs`: the one engine of runs into a folder of
   shards (plan, make, commit, resume), run by a kind of shard;
 - :mod:`vlad.pipeline.image_shards`: what the kinds of shards of images share;
-- :mod:`vlad.pipeline.vector_shards`: shards of VLAD vectors;
-- :mod:`vlad.pipeline.descriptor_shards`: shards of descriptors and keypoints;
+- :mod:`vlad.pipeline.vector_shards`: folders of shards of VLAD vectors;
+- :mod:`vlad.pipeline.vector_kinds`: what those shards hold, of images or of
+  a descriptors file, and how one is made;
+- :mod:`vlad.pipeline.descriptor_shards`: folders of shards of descriptors and
+  keypoints;
 - :mod:`vlad.pipeline.cluster`: shards made on a Dask cluster.
 """
 
