@@ -3,8 +3,8 @@
 Images are read and described as by :func:`vlad.extract_images`, but each
 shard's descriptors and keypoint positions are written as soon as its images
 are described (see :mod:`vlad.formats.descriptor_shards`; the run is
-:mod:`vlad.pipeline.shard_runs`'s), so memory holds
-one shard, however many images there are. An interrupted run continues with
+:mod:`vlad.pipeline.shard_runs`'s), so memory holds one shard, however many
+images there are. An interrupted run continues with
 ``resume=True``: shards already written by the same run (same options and
 images) are kept, the others are made again, and the folder ends up the same,
 byte for byte, as an uninterrupted run's. Given a Dask client, the shards are

@@ -4,12 +4,11 @@ Images are read and encoded as by :func:`vlad.encode_images`, but each shard's
 vectors are written as soon as they are made (see :mod:`vlad.formats.shards`;
 the run is :mod:`vlad.pipeline.shard_runs`'s, its kinds of shards are
 :mod:`vlad.pipeline.vector_kinds`'), so memory holds one shard, however many
-images there are. An interrupted run
-continues with ``resume=True``: shards already written by the same run (same
-codebook, options and images) are kept, the others are made again, and the
-folder ends up the same, byte for byte, as an uninterrupted run's. Given a
-Dask client, the shards are made on its cluster instead
-(:mod:`vlad.pipeline.cluster`), into the same bytes.
+images there are. An interrupted run continues with ``resume=True``: shards
+already written by the same run (same codebook, options and images) are kept,
+the others are made again, and the folder ends up the same, byte for byte, as
+an uninterrupted run's. Given a Dask client, the shards are made on its
+cluster instead (:mod:`vlad.pipeline.cluster`), into the same bytes.
 """
 
 from __future__ import annotations
@@ -106,7 +105,12 @@ def encode_images_to_folder(
     FileExistsError
         The folder exists, without ``overwrite`` or ``resume``.
     ValueError
-        As :func:`vlad.encode_images`, or a bad ``shard_images``.
+        As :func:`vlad.encode_images`, a bad ``shard_images``, or a
+        ``client`` with a descriptors file.
+    TypeError
+        ``client`` is not a ``distributed.Client``.
+    RuntimeError
+        A shard's task killed every Dask worker it ran on.
 
     Examples
     --------
@@ -146,7 +150,7 @@ def encode_images_to_folder(
             inputs, sets, report, codebook, options, shard_images
         )
         items: list = list(range(len(sets)))
-        progress = None
+        progress = None  # descriptors are read, not described: nothing to tell
     else:
         if client is not None:
             require_client(client)
