@@ -131,8 +131,6 @@ class ShardRun:
     writer : ShardWriter
         The folder.
     kind : ShardKind
-    shard_size : int
-        Items each shard covers.
     groups : list of list
         The items of each shard.
     keys : list of str
@@ -143,7 +141,6 @@ class ShardRun:
 
     writer: ShardWriter
     kind: ShardKind
-    shard_size: int
     groups: list[list]
     keys: list[str]
     shards: list[dict | None]
@@ -193,7 +190,7 @@ def plan_shard_run(
         )
         for index, key in enumerate(keys)
     ]
-    run = ShardRun(writer, kind, shard_size, groups, keys, shards)
+    run = ShardRun(writer, kind, groups, keys, shards)
     n_kept = len(groups) - len(run.todo)
     if n_kept:
         logger.info(
