@@ -21,6 +21,7 @@ import abc
 import dataclasses
 import logging
 import os
+import types
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -81,7 +82,7 @@ class ShardKind(abc.ABC):
     noun: str
     settings: dict
     n_columns: int
-    extras: Mapping[str, int] = {}
+    extras: Mapping[str, int] = types.MappingProxyType({})
 
     def n_rows(self, record: dict) -> int:
         """Rows of a shard's arrays, as its record counts them (one per name)."""
