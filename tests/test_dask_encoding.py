@@ -12,13 +12,11 @@ from dask_runs import folder_bytes, kill_once, run
 from photos import DATA, FAST_OPTIONS, make_messy_folder
 
 import vlad
-from vlad.images.dask_encoding import (
-    dask_client,
-    encode_shards_on_cluster,
-    worker_codebook,
-)
-from vlad.images.shard_runs import plan_folder_run
-from vlad.images.sharded import encode_images_to_folder
+from vlad.images.extractors import extractor_for_codebook
+from vlad.pipeline.batch import walk_batch
+from vlad.pipeline.cluster import dask_client, make_shards_on_cluster, worker_codebook
+from vlad.pipeline.shard_runs import plan_shard_run
+from vlad.pipeline.vector_shards import ImageVectors, encode_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
@@ -129,18 +127,22 @@ def test_workers_load_the_codebook_once_and_check_it(client, tmp_path):
     with pytest.raises(ValueError, match="holds the codebook"):
         worker_codebook(str(path), second.fingerprint)
     # The file changes between planning and the tasks: every try fails the same.
-    planned = plan_folder_run(
+    images, walk_report = walk_batch(DATA)
+    kind = ImageVectors(
         DATA,
+        walk_report,
+        extractor_for_codebook(second, None, None),
+        second.n_features,
         second,
-        tmp_path / "v",
+        str(path),
         vlad.EncodingOptions(),
-        descriptor_options=None,
-        shard_images=4,
-        overwrite=False,
-        resume=False,
+        4,
+    )
+    planned = plan_shard_run(
+        kind, images, tmp_path / "v", shard_size=4, overwrite=False, resume=False
     )
     with pytest.raises(ValueError, match=f"not {second.fingerprint}"):
-        encode_shards_on_cluster(planned, client, codebook=path)
+        make_shards_on_cluster(planned, client)
     assert not (tmp_path / "v" / "manifest.json").exists()
 
 

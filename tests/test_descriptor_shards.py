@@ -18,8 +18,8 @@ import vlad
 from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.formats.descriptor_shards import open_descriptor_shards
 from vlad.formats.shards import MANIFEST_NAME
-from vlad.images.sharded import encode_images_to_folder
-from vlad.images.sharded_descriptors import extract_images_to_folder
+from vlad.pipeline.descriptor_shards import extract_images_to_folder
+from vlad.pipeline.vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +90,27 @@ def test_a_folder_reads_whole_or_a_shard_at_a_time(photo_folder, photo_sets):
     assert not shard.descriptors.flags.writeable
     assert shard.names == expected.names[3:6]
     assert_same_sets(lazy.between(2, 7), expected.between(2, 7))
+
+
+def test_vocabularies_read_a_folder_as_they_read_an_npz(
+    photo_folder, photo_sets, tmp_path
+):
+    expected, _ = photo_sets
+    expected.save(tmp_path / "d.npz")
+    from_npz, _ = vlad.fit_vocabularies_to_images(
+        tmp_path / "d.npz", 4, 2, sample=3000, n_jobs=1
+    )
+    from_folder, report = vlad.fit_vocabularies_to_images(
+        photo_folder, 4, 2, sample=3000, n_jobs=1
+    )
+    assert report.names == expected.names
+    assert np.array_equal(from_folder.centers, from_npz.centers)
+    # Vocabulary i is the codebook fitted alone with seed i, on the same file.
+    for index, vocabulary in enumerate(vlad.split_vocabularies(from_folder)):
+        alone, _ = vlad.fit_codebook_to_images(
+            photo_folder, 4, sample=3000, seed=index, n_jobs=1
+        )
+        assert np.array_equal(vocabulary.centers, alone.centers)
 
 
 def test_fit_and_encode_read_a_folder_as_they_read_an_npz(

@@ -13,9 +13,9 @@ from photos import DATA
 from scipy.spatial import cKDTree
 
 import vlad
+from vlad.images.describe import describe_image_with_keypoints
 from vlad.images.files import jpeg_reduction, read_image, read_image_reduced
 from vlad.images.headers import ImageHeader
-from vlad.images.pool import describe_image_with_keypoints
 from vlad.images.sift import SiftOptions
 
 

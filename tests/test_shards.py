@@ -13,7 +13,7 @@ from photos import DATA, FAST_OPTIONS, MESSY_NAMES, make_messy_folder
 
 import vlad
 from vlad.formats.shards import MANIFEST_NAME, ShardedVectors, ShardWriter, open_shards
-from vlad.images.sharded import encode_images_to_folder
+from vlad.pipeline.vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")

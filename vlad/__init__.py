@@ -7,9 +7,10 @@ The pipeline on descriptors in memory (:mod:`vlad.core`): descriptor sets
 (:func:`aggregate`, :data:`AGGREGATORS`),
 normalisation (:func:`normalize`), and all of them at once (:func:`encode`,
 set by :class:`EncodingOptions`). From images (:mod:`vlad.images`): SIFT
-descriptors (:func:`extract_sift`, :class:`SiftOptions`) and whole folders
-(:func:`extract_images`, :func:`fit_codebook_to_images`, :func:`encode_images`,
-:func:`adapt_codebook_to_images`, :func:`fit_vocabularies_to_images`).
+descriptors (:func:`extract_sift`, :class:`SiftOptions`); from whole folders
+(:mod:`vlad.pipeline`): :func:`extract_images`, :func:`fit_codebook_to_images`,
+:func:`encode_images`, :func:`adapt_codebook_to_images`,
+:func:`fit_vocabularies_to_images`.
 Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
 :class:`VLADEncoder`, :class:`SIFTExtractor`, :class:`FeatureExtractor`. Accelerators
@@ -45,19 +46,17 @@ if TYPE_CHECKING:
     from vlad.estimators.encoder import VLADEncoder
     from vlad.estimators.feature_extractor import FeatureExtractor
     from vlad.estimators.sift_extractor import SIFTExtractor
-    from vlad.info import describe_file
     from vlad.formats.vectors import load_vectors, save_vectors
-    from vlad.images.batch import (
+    from vlad.images.files import ImageReadError, find_images, read_image
+    from vlad.images.sift import SiftOptions, extract_sift, root_sift
+    from vlad.info import describe_file
+    from vlad.pipeline import (
         BatchReport,
         EncodedImages,
+        adapt_codebook_to_images,
         encode_images,
         extract_images,
         fit_codebook_to_images,
-    )
-    from vlad.images.files import ImageReadError, find_images, read_image
-    from vlad.images.sift import SiftOptions, extract_sift, root_sift
-    from vlad.images.vocabularies import (
-        adapt_codebook_to_images,
         fit_vocabularies_to_images,
     )
 
@@ -133,19 +132,19 @@ _EXPORTS = {
     "describe_file": "vlad.info",
     "load_vectors": "vlad.formats.vectors",
     "save_vectors": "vlad.formats.vectors",
-    "BatchReport": "vlad.images.batch",
-    "EncodedImages": "vlad.images.batch",
-    "encode_images": "vlad.images.batch",
-    "extract_images": "vlad.images.batch",
-    "fit_codebook_to_images": "vlad.images.batch",
+    "BatchReport": "vlad.pipeline",
+    "EncodedImages": "vlad.pipeline",
+    "encode_images": "vlad.pipeline",
+    "extract_images": "vlad.pipeline",
+    "fit_codebook_to_images": "vlad.pipeline",
     "ImageReadError": "vlad.images.files",
     "find_images": "vlad.images.files",
     "read_image": "vlad.images.files",
     "SiftOptions": "vlad.images.sift",
     "extract_sift": "vlad.images.sift",
     "root_sift": "vlad.images.sift",
-    "adapt_codebook_to_images": "vlad.images.vocabularies",
-    "fit_vocabularies_to_images": "vlad.images.vocabularies",
+    "adapt_codebook_to_images": "vlad.pipeline",
+    "fit_vocabularies_to_images": "vlad.pipeline",
 }
 
 

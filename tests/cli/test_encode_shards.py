@@ -15,7 +15,7 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
-from vlad.images.sharded import encode_images_to_folder
+from vlad.pipeline.vector_shards import encode_images_to_folder
 
 from .conftest import run
 

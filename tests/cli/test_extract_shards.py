@@ -18,7 +18,7 @@ from photos import DATA
 import vlad
 from benchmarks.scale import make_photos
 from vlad.formats.descriptor_files import read_descriptor_file
-from vlad.images.sharded_descriptors import extract_images_to_folder
+from vlad.pipeline.descriptor_shards import extract_images_to_folder
 
 from .conftest import FAST, run
 

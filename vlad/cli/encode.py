@@ -36,8 +36,9 @@ from vlad.core.options import EncodingOptions
 from vlad.core.parameters import INTRA, L2, MASS, POWER
 from vlad.formats.hloc import write_global_features
 from vlad.formats.vectors import save_vectors, vector_file_paths
-from vlad.images.batch import ENCODE_CHUNK_IMAGES, BatchReport, encode_images
-from vlad.images.sharded import (
+from vlad.pipeline.batch import BatchReport
+from vlad.pipeline.encoding import ENCODE_CHUNK_IMAGES, encode_images
+from vlad.pipeline.vector_shards import (
     SHARD_IMAGES,
     check_shard_images,
     encode_images_to_folder,

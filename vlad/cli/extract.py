@@ -29,12 +29,13 @@ from vlad.cli.reporting import (
     progress_bar,
     report_skipped,
 )
-from vlad.images.batch import BatchReport, extract_images
-from vlad.images.sharded_descriptors import (
+from vlad.images.sift import SiftOptions
+from vlad.pipeline.batch import BatchReport
+from vlad.pipeline.descriptor_shards import (
     DESCRIPTOR_SHARD_IMAGES,
     extract_images_to_folder,
 )
-from vlad.images.sift import SiftOptions
+from vlad.pipeline.extraction import extract_images
 
 __all__ = ["extract"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from vlad.cli.reporting import printable
-from vlad.images.dask_encoding import dask_client
+from vlad.pipeline.cluster import dask_client
 
 __all__ = [
     "check_file_output",

@@ -13,7 +13,7 @@ import click
 
 from vlad.formats.files import check_writable_folder
 from vlad.formats.names import printable
-from vlad.images.batch import BatchReport
+from vlad.pipeline.batch import BatchReport
 
 __all__ = [
     "USER_ERRORS",

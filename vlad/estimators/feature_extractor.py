@@ -18,7 +18,7 @@ from vlad.core.parallel import resolve_n_jobs
 from vlad.estimators.parameters import N_JOBS
 from vlad.images.callables import CallableExtractor, load_extractor
 from vlad.images.files import MAX_PIXELS, ImageReadError
-from vlad.images.pool import map_in_order
+from vlad.pipeline.pool import map_in_order
 
 __all__ = ["FeatureExtractor"]
 

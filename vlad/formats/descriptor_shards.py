@@ -95,7 +95,7 @@ class ShardedDescriptorSets:
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> import vlad
-    >>> from vlad.images.sharded_descriptors import extract_images_to_folder
+    >>> from vlad.pipeline import extract_images_to_folder
     >>> folder = pathlib.Path(tempfile.mkdtemp(), "descriptors")
     >>> options = {"max_keypoints": 50}
     >>> shards = extract_images_to_folder("data", folder, options, shard_images=3)

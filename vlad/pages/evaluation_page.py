@@ -14,7 +14,6 @@ from vlad.evaluation.curves import RECALL_LEVELS, mean_interpolated_precision
 from vlad.evaluation.ground_truth import ground_truth_from_mapping
 from vlad.evaluation.scoring import Evaluation, QueryEvaluation
 from vlad.formats.files import atomic_write
-from vlad.images.pool import Progress
 from vlad.pages.cards import hit_card, query_card, relevance
 from vlad.pages.charts import bar_chart, line_chart
 from vlad.pages.html import escape, html_page, percent
@@ -29,6 +28,7 @@ from vlad.pages.thumbnails import (
     prune_folder,
     require_pillow,
 )
+from vlad.pipeline.pool import Progress
 
 __all__ = ["N_HITS", "N_WORST", "write_evaluation_page"]
 

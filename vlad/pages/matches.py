@@ -13,8 +13,8 @@ from numpy.typing import ArrayLike
 
 from vlad.core.validation import as_float_matrix, check_positive_int
 from vlad.formats.files import atomic_write
+from vlad.images.describe import describe_image_with_keypoints
 from vlad.images.files import ImageReadError
-from vlad.images.pool import describe_image_with_keypoints
 from vlad.images.sift import SiftOptions
 from vlad.search.spatial import (
     LOWE_RATIO,

@@ -29,7 +29,6 @@ from vlad.evaluation.ground_truth import (
 from vlad.evaluation.scoring import evaluate
 from vlad.formats.files import atomic_write
 from vlad.images.files import ImageReadError
-from vlad.images.pool import Progress
 from vlad.pages.cards import hit_card, query_card, relevance
 from vlad.pages.html import escape, html_page, percent
 from vlad.pages.matches import draw_matches, encode_picture, read_colour_image
@@ -45,6 +44,7 @@ from vlad.pages.thumbnails import (
     source_key,
     write_file_atomically,
 )
+from vlad.pipeline.pool import Progress
 from vlad.search.results import QueryResult, SearchResults
 from vlad.search.spatial import MIN_INLIERS, inlier_matches
 

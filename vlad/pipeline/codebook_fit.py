@@ -8,10 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook
 from vlad.errors import VladError
-from vlad.images.batch import BatchReport, fit_codebook_to_images
-from vlad.images.pool import Progress
-from vlad.images.vocabularies import (
-    adapt_codebook_to_images,
+from vlad.pipeline.adaptation import adapt_codebook_to_images
+from vlad.pipeline.batch import BatchReport
+from vlad.pipeline.pool import Progress
+from vlad.pipeline.vocabularies import (
+    fit_codebook_to_images,
     fit_vocabularies_to_images,
 )
 
@@ -49,7 +50,7 @@ def write_codebook(
         Centres of each vocabulary.
     n_vocabularies : int, default=1
         Vocabularies fitted in one pass with seeds ``seed``, ``seed + 1``...
-        (:func:`vlad.images.vocabularies.fit_vocabularies_to_images`), kept in
+        (:func:`vlad.fit_vocabularies_to_images`), kept in
         one codebook.
     sample, per_image, seed, descriptor_options, kmeans_options, extractor
         As in :func:`vlad.fit_codebook_to_images`.
@@ -134,7 +135,7 @@ def write_adapted_codebook(
     Each centre moves to the mean of the descriptors nearest to it; the
     images are described as ``codebook``'s were, except for the
     ``descriptor_options`` given
-    (:func:`vlad.images.vocabularies.adapt_codebook_to_images`).
+    (:func:`vlad.adapt_codebook_to_images`).
 
     Parameters
     ----------

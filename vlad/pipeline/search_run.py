@@ -12,8 +12,8 @@ from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.errors import VladError
 from vlad.formats.descriptor_files import read_descriptor_file
-from vlad.images.batch import BatchReport
-from vlad.images.pool import Progress
+from vlad.pipeline.batch import BatchReport
+from vlad.pipeline.pool import Progress
 from vlad.search.asmk_files import is_asmk_index, load_asmk_index
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import load_index

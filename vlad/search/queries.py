@@ -20,9 +20,11 @@ from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.hloc import hloc_file_kind, is_hdf5_path
 from vlad.formats.shards import MANIFEST_NAME
 from vlad.formats.vectors import load_vectors
-from vlad.images.batch import BatchReport, encode_images, read_descriptor_sets
-from vlad.images.pool import Progress
 from vlad.images.sift import SiftOptions
+from vlad.pipeline.batch import BatchReport
+from vlad.pipeline.encoding import encode_images
+from vlad.pipeline.extraction import read_descriptor_sets
+from vlad.pipeline.pool import Progress
 from vlad.search.asmk import ASMKIndex
 from vlad.search.index import VectorIndex
 

@@ -80,7 +80,7 @@ def index_shards(
     >>> import pathlib, tempfile
     >>> import numpy as np
     >>> import vlad
-    >>> from vlad.images.sharded import encode_images_to_folder
+    >>> from vlad.pipeline import encode_images_to_folder
     >>> from vlad.search.streamed_index import index_shards
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)

@@ -6,9 +6,9 @@ gives), returning only the shard's small record (names, skipped and empty
 images): no vector passes through the scheduler. The workers load the codebook
 from its path once per process. A task whose worker dies, or that fails, is run
 again by Dask and rewrites the same two files; the manifest is written by the
-client once every shard is, so no row is lost or written twice. Folders of
-descriptors are made the same way (:func:`run_shard_tasks` with
-:func:`vlad.images.sharded_descriptors.make_descriptor_shard`).
+client once every shard is, so no row is lost or written twice. Any kind of
+shard is made so (:class:`vlad.pipeline.shard_runs.ShardKind`): vectors,
+whose workers read the codebook themselves, and descriptors.
 
 Any cluster works: a :class:`distributed.LocalCluster` of worker processes on
 this machine (:func:`dask_client` with no address) or an existing scheduler
@@ -24,28 +24,26 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlad.core.codebook import Codebook
-from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.formats.shards import write_shard
-from vlad.images.batch import extract_in_order
-from vlad.images.extractors import Extractor
 from vlad.images.files import ImageFile
-from vlad.images.pool import Progress
-from vlad.images.shard_runs import FolderRun, encode_shard, shard_record
+from vlad.pipeline.pool import Progress
+
+if TYPE_CHECKING:
+    from vlad.pipeline.shard_runs import ShardKind, ShardRun
 
 __all__ = [
     "TASK_RETRIES",
     "dask_client",
-    "encode_shards_on_cluster",
     "make_shard",
+    "make_shards_on_cluster",
     "require_client",
     "require_distributed",
-    "run_shard_tasks",
     "worker_codebook",
 ]
 
@@ -131,26 +129,20 @@ def dask_client(
         yield client
 
 
-def encode_shards_on_cluster(
-    run: FolderRun,
-    client: Any,
-    *,
-    codebook: str | os.PathLike | None = None,
-    progress: Progress | None = None,
+def make_shards_on_cluster(
+    run: ShardRun, client: Any, *, progress: Progress | None = None
 ) -> None:
     """Make the shards ``run`` still lacks on ``client``'s cluster, one task
     each, and fill in their records (``run.shards``).
 
     Parameters
     ----------
-    run : FolderRun
-        As :func:`vlad.images.shard_runs.plan_folder_run` gives it.
+    run : ShardRun
+        As :func:`vlad.pipeline.shard_runs.plan_shard_run` gives it; its kind
+        says what the workers are sent (:meth:`ShardKind.for_cluster`).
     client : distributed.Client
-    codebook : path-like, optional
-        The file of ``run.codebook``, which the workers then read themselves;
-        without it, the codebook is sent to every worker.
     progress : callable, optional
-        Called as ``progress(n_done, n_total)`` with images as shards finish.
+        Called as ``progress(n_done, n_total)`` with items as shards finish.
 
     Raises
     ------
@@ -161,23 +153,49 @@ def encode_shards_on_cluster(
     ValueError, OSError
         As a task raised them (after :data:`TASK_RETRIES` more tries).
     """
-    require_client(client)
-    if not run.todo:
+    distributed = require_client(client)
+    todo = run.todo
+    if not todo:
         return
-    if codebook is not None:
-        source: Any = (os.path.abspath(codebook), run.codebook.fingerprint)
-    else:
-        source = client.scatter(run.codebook, broadcast=True, hash=False)
-    run_shard_tasks(
-        client,
-        make_shard,
-        run.writer.folder,
-        run.groups,
-        run.keys,
-        run.shards,
-        (source, run.sift_options, run.options),
-        progress=progress,
-    )
+    kind, resources = run.kind.for_cluster(client)
+    n_done = run.n_items - sum(len(run.groups[index]) for index in todo)
+    folder = os.path.abspath(run.writer.folder)
+    run_id = hashlib.sha256(folder.encode(errors="surrogateescape")).hexdigest()[:8]
+    futures = {}
+    for index in todo:
+        # The workers may run elsewhere: the paths they are given are absolute.
+        images = [
+            ImageFile(Path(os.path.abspath(image.path)), image.name)
+            for image in run.groups[index]
+        ]
+        key = run.keys[index]
+        future = client.submit(
+            make_shard,
+            folder,
+            index,
+            key,
+            images,
+            kind,
+            *resources,
+            key=f"vlad-shard-{index:05d}-{key[:16]}-{run_id}",
+            retries=TASK_RETRIES,
+        )
+        futures[future] = index
+    try:
+        for future in distributed.as_completed(futures):
+            index = futures[future]
+            try:
+                run.shards[index] = future.result()
+            except distributed.KilledWorker:
+                raise RuntimeError(
+                    f"shard {index} of {folder} killed every Dask worker that ran "
+                    "it (out of memory?); the shards written are kept for --resume"
+                ) from None
+            n_done += len(run.groups[index])
+            if progress is not None:
+                progress(n_done, run.n_items)
+    finally:
+        client.cancel(list(futures))
 
 
 def require_client(client: Any) -> Any:
@@ -199,101 +217,16 @@ def require_client(client: Any) -> Any:
     return distributed
 
 
-def run_shard_tasks(
-    client: Any,
-    task: Callable[..., dict],
-    folder: str | os.PathLike,
-    groups: list[list[ImageFile]],
-    keys: list[str],
-    shards: list[dict | None],
-    arguments: tuple,
-    *,
-    progress: Progress | None = None,
-) -> None:
-    """Run ``task(folder, index, key, images, *arguments)`` on ``client``'s
-    cluster for each shard whose record (``shards[index]``) is None, and put
-    the record it returns there.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    task : callable
-        Makes and writes one shard, returning its record; it is given the
-        folder and the images' paths made absolute. It must write the same
-        files when run again, since a task whose worker dies is.
-    folder : path-like
-        The folder of shards.
-    groups : list of list of ImageFile
-        The images of each shard.
-    keys : list of str
-        Each shard's key.
-    shards : list of dict or None
-        Each shard's record, None while to be made; filled in here.
-    arguments : tuple
-        The task's further arguments, the same for every shard.
-    progress : callable, optional
-        Called as ``progress(n_done, n_total)`` with images as shards finish.
-
-    Raises
-    ------
-    TypeError
-        ``client`` is not a ``distributed.Client``.
-    RuntimeError
-        A shard's task killed every worker it ran on.
-    ValueError, OSError
-        As a task raised them (after :data:`TASK_RETRIES` more tries).
-    """
-    distributed = require_client(client)
-    todo = [index for index, shard in enumerate(shards) if shard is None]
-    n_images = sum(len(group) for group in groups)
-    n_done = n_images - sum(len(groups[index]) for index in todo)
-    folder = os.path.abspath(folder)
-    run_id = hashlib.sha256(folder.encode(errors="surrogateescape")).hexdigest()[:8]
-    futures = {}
-    for index in todo:
-        images = [
-            ImageFile(Path(os.path.abspath(image.path)), image.name)
-            for image in groups[index]
-        ]
-        future = client.submit(
-            task,
-            folder,
-            index,
-            keys[index],
-            images,
-            *arguments,
-            key=f"vlad-shard-{index:05d}-{keys[index][:16]}-{run_id}",
-            retries=TASK_RETRIES,
-        )
-        futures[future] = index
-    try:
-        for future in distributed.as_completed(futures):
-            index = futures[future]
-            try:
-                shards[index] = future.result()
-            except distributed.KilledWorker:
-                raise RuntimeError(
-                    f"shard {index} of {folder} killed every Dask worker that ran "
-                    "it (out of memory?); the shards written are kept for --resume"
-                ) from None
-            n_done += len(groups[index])
-            if progress is not None:
-                progress(n_done, n_images)
-    finally:
-        client.cancel(list(futures))
-
-
 def make_shard(
     folder: str,
     index: int,
     key: str,
     images: list[ImageFile],
-    codebook: Codebook | tuple[str, str],
-    sift_options: Extractor,
-    options: EncodingOptions,
+    kind: ShardKind,
+    *resources: Any,
 ) -> dict:
-    """The task: read and encode ``images`` on this thread, write them as shard
-    ``index`` of ``folder`` and return the shard's record.
+    """The task: make the shard of ``images`` on this thread, write it as
+    shard ``index`` of ``folder`` and return its record.
 
     Parameters
     ----------
@@ -304,25 +237,18 @@ def make_shard(
         The shard's key (see :func:`vlad.formats.shards.shard_key`).
     images : list of ImageFile
         The shard's images, with absolute paths.
-    codebook : Codebook or (path, fingerprint)
-        The codebook, or where :func:`worker_codebook` finds it.
-    sift_options : SiftOptions or CallableExtractor
-    options : EncodingOptions
+    kind : ShardKind
+        As :meth:`ShardKind.for_cluster` sends it, with its ``resources``.
 
     Returns
     -------
     dict
-        ``{"key", "names", "skipped", "empty"}``, as written beside the vectors.
+        The shard's record, as written beside its arrays.
     """
-    if not isinstance(codebook, Codebook):
-        codebook = worker_codebook(*codebook)
-    results = extract_in_order(
-        images, sift_options, 1, None, n_features=codebook.n_features
-    )
-    vectors, report = encode_shard(results, len(images), codebook, options, 1)
-    record = shard_record(key, report)
-    write_shard(folder, index, vectors, record)
-    return record
+    kind = kind.on_worker(*resources)
+    shard = kind.make(kind.stream(images, 1, None), len(images), key, 1)
+    write_shard(folder, index, shard.array, shard.record, extras=shard.extras)
+    return shard.record
 
 
 def worker_codebook(path: str, fingerprint: str) -> Codebook:
