@@ -20,11 +20,11 @@ from photos import (
 
 import vlad
 import vlad.pipeline.encoding
+from vlad.core.pool import map_in_order
 from vlad.images.files import read_image
 from vlad.images.sift import SiftOptions, extract_keypoints_with_options, extract_sift
 from vlad.pipeline.encoding import encode_images
 from vlad.pipeline.extraction import extract_images, read_descriptor_sets
-from vlad.pipeline.pool import map_in_order
 from vlad.pipeline.vocabularies import fit_codebook_to_images
 
 

@@ -15,10 +15,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.pool import map_in_order
 from vlad.estimators.parameters import N_JOBS
 from vlad.images.callables import CallableExtractor, load_extractor
 from vlad.images.files import MAX_PIXELS, ImageReadError
-from vlad.pipeline.pool import map_in_order
 
 __all__ = ["FeatureExtractor"]
 

@@ -13,11 +13,11 @@ from sklearn.utils._param_validation import StrOptions
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.pool import map_in_order
 from vlad.estimators.parameters import N_JOBS, check_specified, constraints
 from vlad.images.describe import describe_image
 from vlad.images.files import MAX_PIXELS
 from vlad.images.sift import DESCRIPTOR_PARAMETERS, MIN_KEYPOINTS, SiftOptions
-from vlad.pipeline.pool import map_in_order
 
 __all__ = ["SIFTExtractor"]
 

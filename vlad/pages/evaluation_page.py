@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vlad.core.pool import Progress
 from vlad.evaluation.curves import RECALL_LEVELS, mean_interpolated_precision
 from vlad.evaluation.ground_truth import ground_truth_from_mapping
 from vlad.evaluation.scoring import Evaluation, QueryEvaluation
@@ -28,7 +29,6 @@ from vlad.pages.thumbnails import (
     prune_folder,
     require_pillow,
 )
-from vlad.pipeline.pool import Progress
 
 __all__ = ["N_HITS", "N_WORST", "write_evaluation_page"]
 

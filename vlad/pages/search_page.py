@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core.descriptors import DescriptorSets
+from vlad.core.pool import Progress
 from vlad.evaluation.ground_truth import (
     QueryTruth,
     ground_truth_from_mapping,
@@ -44,7 +45,6 @@ from vlad.pages.thumbnails import (
     source_key,
     write_file_atomically,
 )
-from vlad.pipeline.pool import Progress
 from vlad.search.results import QueryResult, SearchResults
 from vlad.search.spatial import MIN_INLIERS, inlier_matches
 

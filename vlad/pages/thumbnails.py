@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.core.pool import Progress, map_in_order
 from vlad.images.files import find_images
 from vlad.pages.html import escape, url
-from vlad.pipeline.pool import Progress, map_in_order
 
 __all__ = [
     "THUMBNAIL_SIZE",

@@ -1,7 +1,6 @@
 """Folder-level work: batches of images, codebooks fitted on them, and runs
 into folders of shards, here or on a Dask cluster.
 
-- :mod:`vlad.pipeline.pool`: work on a pool of threads, in order;
 - :mod:`vlad.pipeline.batch`: a batch of images described in order, what
   became of each image reported;
 - :mod:`vlad.pipeline.extraction`: descriptors of folders, or read from a
@@ -35,7 +34,6 @@ from vlad.pipeline.descriptor_shards import (
 from vlad.pipeline.encoding import ENCODE_CHUNK_IMAGES, EncodedImages, encode_images
 from vlad.pipeline.extraction import extract_images, read_descriptor_sets
 from vlad.pipeline.index_build import write_index
-from vlad.pipeline.pool import Progress, map_in_order
 from vlad.pipeline.search_run import SearchRun, search_index
 from vlad.pipeline.vector_shards import SHARD_IMAGES, encode_images_to_folder
 from vlad.pipeline.vocabularies import (
@@ -49,7 +47,6 @@ __all__ = [
     "SHARD_IMAGES",
     "BatchReport",
     "EncodedImages",
-    "Progress",
     "SearchRun",
     "adapt_codebook_to_images",
     "dask_client",
@@ -59,7 +56,6 @@ __all__ = [
     "extract_images_to_folder",
     "fit_codebook_to_images",
     "fit_vocabularies_to_images",
-    "map_in_order",
     "read_descriptor_sets",
     "search_index",
     "write_adapted_codebook",

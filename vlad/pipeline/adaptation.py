@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 from vlad.core.adaptation import CodebookAdapter
 from vlad.core.codebook import Codebook
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.images.extractors import check_same_kind, extractor_for_codebook
 from vlad.pipeline.batch import (
@@ -22,7 +23,6 @@ from vlad.pipeline.batch import (
     walk_batch,
 )
 from vlad.pipeline.extraction import read_descriptor_sets
-from vlad.pipeline.pool import Progress
 
 __all__ = ["adapt_codebook_to_images"]
 

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from vlad.core.pool import Progress, map_in_order
 from vlad.images.describe import describe_image_with_keypoints
 from vlad.images.extractors import Extractor, checked_widths
 from vlad.images.files import ImageFile, ImageReadError, walk_images
-from vlad.pipeline.pool import Progress, map_in_order
 
 __all__ = [
     "BatchReport",

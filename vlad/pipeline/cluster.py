@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from vlad.core.codebook import Codebook
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.pool import Progress
 from vlad.formats.shards import write_shard
 from vlad.images.files import ImageFile
-from vlad.pipeline.pool import Progress
 
 if TYPE_CHECKING:
     from vlad.pipeline.shard_runs import ShardKind, ShardRun

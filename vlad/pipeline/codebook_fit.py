@@ -7,10 +7,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook
+from vlad.core.pool import Progress
 from vlad.errors import VladError
 from vlad.pipeline.adaptation import adapt_codebook_to_images
 from vlad.pipeline.batch import BatchReport
-from vlad.pipeline.pool import Progress
 from vlad.pipeline.vocabularies import (
     fit_codebook_to_images,
     fit_vocabularies_to_images,

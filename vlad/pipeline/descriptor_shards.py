@@ -24,6 +24,7 @@ import numpy as np
 
 from vlad._version import __version__
 from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_shards import (
     KEYPOINTS_ARRAY,
     ShardedDescriptorSets,
@@ -39,7 +40,6 @@ from vlad.pipeline.batch import (
 )
 from vlad.pipeline.cluster import require_client
 from vlad.pipeline.image_shards import ImageShardKind
-from vlad.pipeline.pool import Progress
 from vlad.pipeline.shard_runs import Shard, ShardRun, run_shards
 
 __all__ = [

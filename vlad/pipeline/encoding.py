@@ -20,6 +20,7 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.images.extractors import check_same_kind, extractor_for_codebook
 from vlad.pipeline.batch import (
@@ -33,7 +34,6 @@ from vlad.pipeline.batch import (
     walk_batch,
 )
 from vlad.pipeline.extraction import read_descriptor_sets
-from vlad.pipeline.pool import Progress
 
 __all__ = [
     "ENCODE_CHUNK_IMAGES",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from vlad.core.descriptors import DescriptorSets
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
 from vlad.images.extractors import resolve_extractor
 from vlad.pipeline.batch import (
@@ -20,7 +21,6 @@ from vlad.pipeline.batch import (
     keep_readable,
     walk_batch,
 )
-from vlad.pipeline.pool import Progress
 
 __all__ = ["extract_images", "read_descriptor_sets"]
 

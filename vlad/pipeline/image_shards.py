@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 
+from vlad.core.pool import Progress
 from vlad.images.extractors import Extractor
 from vlad.images.files import ImageFile
 from vlad.pipeline.batch import BatchReport, PathOrPaths, extract_in_order, path_list
-from vlad.pipeline.pool import Progress
 from vlad.pipeline.shard_runs import ShardKind, ShardRun
 
 __all__ = ["ImageShardKind", "image_identities"]

@@ -10,10 +10,10 @@ from vlad.errors import VladError
 from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.formats.shards import open_shards
 from vlad.formats.vectors import load_vectors
+from vlad.pipeline.queries import source_record
 from vlad.search.asmk import ASMKIndex, build_asmk_index
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import VectorIndex, build_index
-from vlad.search.queries import source_record
 from vlad.search.streamed_index import index_shards
 
 __all__ = ["INDEX_METHODS", "write_index"]

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
+from vlad.core.pool import Progress
 from vlad.errors import VladError
 from vlad.formats.descriptor_files import read_descriptor_file
 from vlad.pipeline.batch import BatchReport
-from vlad.pipeline.pool import Progress
+from vlad.pipeline.queries import read_asmk_queries, read_queries
 from vlad.search.asmk_files import is_asmk_index, load_asmk_index
 from vlad.search.expansion import QueryExpansion
 from vlad.search.index import load_index
-from vlad.search.queries import read_asmk_queries, read_queries
 from vlad.search.reranking import DEFAULT_DEPTH, rerank_spatially
 from vlad.search.results import SearchResults
 from vlad.search.spatial import MIN_INLIERS
@@ -83,7 +83,7 @@ def search_index(
     queries : path-like or sequence of path-like
         A vectors file or folder (or hloc's global features), a descriptors
         file (or hloc's local features), or image files and folders, as in
-        :func:`vlad.search.queries.read_queries`. An ASMK index takes descriptors or
+        :func:`vlad.pipeline.queries.read_queries`. An ASMK index takes descriptors or
         images.
     codebook : Codebook or path-like, optional
         The index's codebook, needed to encode descriptors or images for a

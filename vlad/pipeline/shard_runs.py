@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from vlad.core.pool import Progress
 from vlad.formats.shards import ShardWriter, shard_key
 from vlad.pipeline.cluster import make_shards_on_cluster
-from vlad.pipeline.pool import Progress
 
 __all__ = [
     "Shard",

@@ -17,6 +17,7 @@ from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.shards import MANIFEST_NAME, ShardedVectors, open_shards
 from vlad.images.extractors import Extractor
@@ -24,7 +25,6 @@ from vlad.pipeline.batch import BatchReport, PathOrPaths, keep_readable
 from vlad.pipeline.cluster import worker_codebook
 from vlad.pipeline.encoding import ENCODE_CHUNK_IMAGES, vectors_record
 from vlad.pipeline.image_shards import ImageShardKind
-from vlad.pipeline.pool import Progress
 from vlad.pipeline.shard_runs import Shard, ShardKind, ShardRun
 
 __all__ = [

@@ -21,6 +21,7 @@ from vlad.core.aggregators import require_aggregator
 from vlad.core.codebook import Codebook
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.shards import ShardedVectors
 from vlad.images.extractors import check_same_kind, extractor_for_codebook
@@ -28,7 +29,6 @@ from vlad.pipeline.batch import PathOrPaths, walk_batch
 from vlad.pipeline.cluster import require_client
 from vlad.pipeline.encoding import ENCODE_CHUNK_IMAGES
 from vlad.pipeline.extraction import read_descriptor_sets
-from vlad.pipeline.pool import Progress
 from vlad.pipeline.shard_runs import ShardKind, run_shards
 from vlad.pipeline.vector_kinds import DescriptorFileVectors, ImageVectors
 

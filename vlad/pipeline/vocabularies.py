@@ -14,6 +14,7 @@ import numpy as np
 
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
+from vlad.core.pool import Progress
 from vlad.core.sampling import DescriptorReservoir
 from vlad.core.validation import check_positive_int, check_seed
 from vlad.core.vocabularies import fit_vocabularies, stack_vocabularies
@@ -28,7 +29,6 @@ from vlad.pipeline.batch import (
     walk_batch,
 )
 from vlad.pipeline.extraction import read_descriptor_sets
-from vlad.pipeline.pool import Progress
 
 __all__ = ["fit_codebook_to_images", "fit_vocabularies_to_images"]
 

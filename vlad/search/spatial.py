@@ -34,8 +34,8 @@ from numpy.typing import ArrayLike
 from threadpoolctl import threadpool_limits
 
 from vlad.core.descriptors import DescriptorSets
+from vlad.core.pool import map_in_order
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
-from vlad.pipeline.pool import map_in_order
 from vlad.search.geometry import (
     DEFAULT_THRESHOLDS,
     EPIPOLAR_THRESHOLD,

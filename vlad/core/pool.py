@@ -46,7 +46,7 @@ def map_in_order(
 
     Examples
     --------
-    >>> from vlad.pipeline.pool import map_in_order
+    >>> from vlad.core.pool import map_in_order
     >>> list(map_in_order(lambda x: x * x, [1, 2, 3], n_jobs=2))
     [1, 4, 9]
     """

@@ -16,6 +16,7 @@ from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
+from vlad.core.pool import Progress
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.hloc import hloc_file_kind, is_hdf5_path
 from vlad.formats.shards import MANIFEST_NAME
@@ -24,7 +25,6 @@ from vlad.images.sift import SiftOptions
 from vlad.pipeline.batch import BatchReport
 from vlad.pipeline.encoding import encode_images
 from vlad.pipeline.extraction import read_descriptor_sets
-from vlad.pipeline.pool import Progress
 from vlad.search.asmk import ASMKIndex
 from vlad.search.index import VectorIndex
 
