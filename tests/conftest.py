@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,17 @@ settings.register_profile(
 settings.load_profile("default")
 
 DTYPES = [np.float32, np.float64]
+
+#: The checkout's root. Tests build paths from it (or from photos.DATA), never
+#: from the working directory, so that pytest gives the same results wherever
+#: it is started.
+ROOT = Path(__file__).resolve().parents[1]
+# What pyproject's pythonpath does for this process, for the processes that the
+# tests start (python -m vlad, python -c "import vlad"): they import this
+# checkout's vlad from any working directory.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+)
 
 
 def aggregator_param(name: str, *, slow: tuple[str, ...] = ()):
