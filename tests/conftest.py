@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from photos import DATA, FAST_OPTIONS, fit_fast_codebook
+
+import vlad
 
 settings.register_profile(
     "default",
@@ -116,3 +121,26 @@ def cluster_client():
         assert client.nthreads() and set(client.nthreads().values()) == {1}
         assert len(client.nthreads()) == 2 and client.cluster.processes
         yield client
+
+
+# Made once for the whole run and shared by the modules that used to make their
+# own: tests must not change them.
+
+
+@pytest.fixture(scope="session")
+def photo_sets():
+    """The bundled photos' descriptors at FAST_OPTIONS (keypoints included)."""
+    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
+    return sets
+
+
+@pytest.fixture(scope="session")
+def codebook_path():
+    """A 16-centre codebook of the bundled photos at FAST_OPTIONS, readable by
+    anyone (the hostile tests read it as another user)."""
+    folder = Path(tempfile.mkdtemp(prefix="vlad-test-codebook-"))
+    folder.chmod(0o755)
+    path = fit_fast_codebook(folder / "codebook.npz")
+    path.chmod(0o644)
+    yield path
+    shutil.rmtree(folder)
