@@ -8,6 +8,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+# Idle OpenMP threads (scikit-learn's k-means, faiss) sleep instead of spinning,
+# in this process and the ones it starts. Set before any OpenMP runtime loads.
+# On a busy machine the spinning threads take the cores from the threads doing
+# the work (k-means of a few thousand rows took a second instead of 10 ms);
+# what a test checks, thread counts included, does not depend on it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
