@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
+from pathlib import Path
+
+# Idle OpenMP threads (scikit-learn's k-means, faiss) sleep instead of spinning,
+# in this process and the ones it starts. Set before any OpenMP runtime loads.
+# On a busy machine the spinning threads take the cores from the threads doing
+# the work (k-means of a few thousand rows took a second instead of 10 ms);
+# what a test checks, thread counts included, does not depend on it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from photos import DATA, FAST_OPTIONS, fit_fast_codebook
+
+import vlad
 
 settings.register_profile(
     "default",
@@ -19,6 +32,17 @@ settings.register_profile(
 settings.load_profile("default")
 
 DTYPES = [np.float32, np.float64]
+
+#: The checkout's root. Tests build paths from it (or from photos.DATA), never
+#: from the working directory, so that pytest gives the same results wherever
+#: it is started.
+ROOT = Path(__file__).resolve().parents[1]
+# What pyproject's pythonpath does for this process, for the processes that the
+# tests start (python -m vlad, python -c "import vlad"): they import this
+# checkout's vlad from any working directory.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+)
 
 
 def aggregator_param(name: str, *, slow: tuple[str, ...] = ()):
@@ -104,3 +128,26 @@ def cluster_client():
         assert client.nthreads() and set(client.nthreads().values()) == {1}
         assert len(client.nthreads()) == 2 and client.cluster.processes
         yield client
+
+
+# Made once for the whole run and shared by the modules that used to make their
+# own: tests must not change them.
+
+
+@pytest.fixture(scope="session")
+def photo_sets():
+    """The bundled photos' descriptors at FAST_OPTIONS (keypoints included)."""
+    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
+    return sets
+
+
+@pytest.fixture(scope="session")
+def codebook_path():
+    """A 16-centre codebook of the bundled photos at FAST_OPTIONS, readable by
+    anyone (the hostile tests read it as another user)."""
+    folder = Path(tempfile.mkdtemp(prefix="vlad-test-codebook-"))
+    folder.chmod(0o755)
+    path = fit_fast_codebook(folder / "codebook.npz")
+    path.chmod(0o644)
+    yield path
+    shutil.rmtree(folder)

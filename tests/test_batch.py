@@ -14,7 +14,6 @@ from photos import (
     MESSY_NAMES,
     MESSY_SKIPPED,
     PHOTOS,
-    fit_fast_codebook,
     make_messy_folder,
 )
 
@@ -29,16 +28,8 @@ from vlad.pipeline.vocabularies import fit_codebook_to_images
 
 
 @pytest.fixture(scope="module")
-def codebook(tmp_path_factory):
-    path = fit_fast_codebook(tmp_path_factory.mktemp("codebook") / "codebook.npz")
-    return vlad.Codebook.load(path)
-
-
-@pytest.fixture(scope="module")
-def photo_sets():
-    """Descriptors of the bundled photos at FAST_OPTIONS, on two jobs."""
-    sets, _ = extract_images(DATA, FAST_OPTIONS, n_jobs=2)
-    return sets
+def codebook(codebook_path):
+    return vlad.Codebook.load(codebook_path)
 
 
 @pytest.fixture

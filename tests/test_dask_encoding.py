@@ -81,6 +81,8 @@ def test_a_codebook_in_memory_is_sent_to_the_workers(client, codebook_file, tmp_
     assert sorted(done) == [(n, n_images) for n in range(2, n_images + 1, 2)]
 
 
+# test_the_command_line_on_a_scheduler resumes on the cluster too.
+@pytest.mark.slow
 def test_resume_on_the_cluster_makes_only_the_missing_shards(
     client, codebook_file, tmp_path
 ):

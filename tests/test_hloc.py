@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from photos import DATA
 
 import vlad
 from vlad.cli.main import main as cli
@@ -254,11 +255,11 @@ def test_a_codebook_of_another_dimension_or_kind_is_refused(features, tmp_path):
         vlad.encode_images(features, codebook, n_jobs=1)
     assert "\n" not in str(raised.value)
     with pytest.raises(ValueError, match="give hloc's local features, an .h5"):
-        vlad.encode_images("data", codebook, n_jobs=1)
+        vlad.encode_images(DATA, codebook, n_jobs=1)
     sift = tmp_path / "feats-sift.h5"
     write_local_features(sift, NAMES[:2], n_features=128)
     sift_codebook, _ = vlad.fit_codebook_to_images(
-        "data", 2, descriptor_options={"max_keypoints": 50}, n_jobs=1
+        DATA, 2, descriptor_options={"max_keypoints": 50}, n_jobs=1
     )
     with pytest.raises(
         ValueError, match="'opencv-sift' descriptors but these are"

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from photos import DATA
 from sklearn.utils._param_validation import InvalidParameterError
 
 import vlad
@@ -154,7 +155,7 @@ def test_encode_takes_options_or_settings_alike(problem):
 
 def test_encode_images_reports_its_options(tmp_path):
     codebook = vlad.Codebook(np.random.default_rng(0).random((2, 128)))
-    result = vlad.encode_images("data/chelsea.jpg", codebook, power=0.5, n_jobs=1)
+    result = vlad.encode_images(DATA / "chelsea.jpg", codebook, power=0.5, n_jobs=1)
     assert result.encoding == vlad.EncodingOptions(power=0.5)
     assert result.record()["encoding"] == result.encoding.record()
 
@@ -178,8 +179,8 @@ def test_every_function_refuses_the_same_n_jobs(problem, n_jobs):
     calls = [
         lambda: vlad.encode(sets, codebook, n_jobs=n_jobs),
         lambda: vlad.assign(sets.descriptors, codebook.centers, n_jobs=n_jobs),
-        lambda: vlad.extract_images("data/chelsea.jpg", n_jobs=n_jobs),
-        lambda: vlad.encode_images("data/chelsea.jpg", np.eye(2, 128), n_jobs=n_jobs),
+        lambda: vlad.extract_images(DATA / "chelsea.jpg", n_jobs=n_jobs),
+        lambda: vlad.encode_images(DATA / "chelsea.jpg", np.eye(2, 128), n_jobs=n_jobs),
     ]
     for call in calls:
         with pytest.raises((TypeError, ValueError), match="n_jobs must be None, -1"):
@@ -212,7 +213,7 @@ def test_every_caller_accepts_the_same_n_jobs(problem, n_jobs):
 @pytest.mark.parametrize("jobs", ["0", "-2", "x"])
 def test_the_command_line_refuses_the_same_n_jobs(jobs):
     result = CliRunner().invoke(
-        main, ["extract", "data", "-o", "unused.npz", "-j", jobs]
+        main, ["extract", str(DATA), "-o", "unused.npz", "-j", jobs]
     )
     assert result.exit_code == 2
     assert "-j" in result.output or "--jobs" in result.output

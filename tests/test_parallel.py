@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from photos import DATA
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
 import vlad
@@ -307,10 +308,10 @@ def test_overlapping_image_batches_leave_opencv_as_it_was_and_agree():
     import cv2
 
     codebook, _ = vlad.fit_codebook_to_images(
-        "data", 8, descriptor_options={"max_keypoints": 200}, n_jobs=1
+        DATA, 8, descriptor_options={"max_keypoints": 200}, n_jobs=1
     )
-    few = [str(image.path) for image in vlad.find_images("data")[:3]]
-    expected_all = vlad.encode_images("data", codebook, n_jobs=1).vectors
+    few = [str(image.path) for image in vlad.find_images(DATA)[:3]]
+    expected_all = vlad.encode_images(DATA, codebook, n_jobs=1).vectors
     expected_few = vlad.encode_images(few, codebook, n_jobs=1).vectors
     previous = cv2.getNumThreads()
     cv2.setNumThreads(2)
@@ -320,7 +321,7 @@ def test_overlapping_image_batches_leave_opencv_as_it_was_and_agree():
             first, second = _overlapping(
                 [
                     lambda: vlad.encode_images(few, codebook, n_jobs=2),
-                    lambda: vlad.encode_images("data", codebook, n_jobs=2),
+                    lambda: vlad.encode_images(DATA, codebook, n_jobs=2),
                 ],
                 stagger=0.02,
             )

@@ -74,12 +74,6 @@ def test_bad_capacities_are_refused(bad):
         DescriptorReservoir(bad, 1)
 
 
-@pytest.fixture(scope="module")
-def photo_sets():
-    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
-    return sets
-
-
 def test_a_stream_within_the_sample_fits_as_all_descriptors(photo_sets):
     streamed, _ = vlad.fit_codebook_to_images(
         DATA, 8, descriptor_options=FAST_OPTIONS, n_jobs=2

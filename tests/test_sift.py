@@ -180,12 +180,18 @@ def test_extract_with_options_is_the_descriptors_of_the_keypoint_version(
     assert keypoints.shape == (len(descriptors), 4)
 
 
+@pytest.fixture(scope="module")
+def gravel_keypoints(gravel):
+    """Every plain SIFT keypoint of the gravel photo and its descriptor."""
+    every = SiftOptions(root_sift=False, max_side=0, max_keypoints=0)
+    return extract_keypoints_with_options(gravel, every)
+
+
 @pytest.mark.parametrize("max_keypoints", [1, 100, 1000])
 def test_max_keypoints_keeps_the_keypoints_of_the_kept_descriptors(
-    gravel, max_keypoints
+    gravel, gravel_keypoints, max_keypoints
 ):
-    every = SiftOptions(root_sift=False, max_side=0, max_keypoints=0)
-    all_keypoints, all_descriptors = extract_keypoints_with_options(gravel, every)
+    all_keypoints, all_descriptors = gravel_keypoints
     options = SiftOptions(root_sift=False, max_side=0, max_keypoints=max_keypoints)
     keypoints, descriptors = extract_keypoints_with_options(gravel, options)
     # Each (keypoint, descriptor) row of the capped extraction is a row of the
@@ -202,14 +208,14 @@ def test_max_keypoints_keeps_the_keypoints_of_the_kept_descriptors(
 
 
 def test_keypoints_of_a_shrunk_image_are_in_original_coordinates(gravel):
-    large = cv2.resize(gravel, (1536, 1000), interpolation=cv2.INTER_CUBIC)
-    options = SiftOptions(root_sift=False, max_side=768, max_keypoints=0)
+    large = cv2.resize(gravel, (768, 500), interpolation=cv2.INTER_CUBIC)
+    options = SiftOptions(root_sift=False, max_side=384, max_keypoints=0)
     keypoints, descriptors = extract_keypoints_with_options(large, options)
     # By hand: shrink, detect, then map pixel centres back through the resize.
-    shrunk = cv2.resize(large, (768, 500), interpolation=cv2.INTER_AREA)
+    shrunk = cv2.resize(large, (384, 250), interpolation=cv2.INTER_AREA)
     found, expected_descriptors = cv2.SIFT_create().detectAndCompute(shrunk, None)
     expected = opencv_keypoints(found)
-    scale_x, scale_y = 1536 / 768, 1000 / 500
+    scale_x, scale_y = 768 / 384, 500 / 250
     expected[:, 0] = (expected[:, 0] + 0.5) * scale_x - 0.5
     expected[:, 1] = (expected[:, 1] + 0.5) * scale_y - 0.5
     expected[:, 2] *= 2.0

@@ -267,10 +267,9 @@ def test_rerank_orders_as_a_plain_sort(copies, depth, min_inliers, data):
 
 
 @pytest.fixture(scope="module")
-def photo_database():
+def photo_database(photo_sets):
     """The bundled photos at FAST_OPTIONS, with keypoints."""
-    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
-    return sets
+    return photo_sets
 
 
 def test_rerank_puts_the_warped_photo_first_whatever_n_jobs(photo_database):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from photos import DATA, FAST_OPTIONS, fit_fast_codebook
+from photos import DATA, FAST_OPTIONS
 
-import vlad
 from vlad.cli.main import main
 
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
@@ -23,19 +22,6 @@ def run(*args, exit_code=0):
 
 # Package scope: made once for all the modules of tests/cli, as they were once
 # for the single module they were split from.
-
-
-@pytest.fixture(scope="package")
-def codebook_path(tmp_path_factory):
-    """A codebook of the bundled photos at FAST_OPTIONS."""
-    return fit_fast_codebook(tmp_path_factory.mktemp("fast") / "codebook.npz")
-
-
-@pytest.fixture(scope="package")
-def photo_sets():
-    """The bundled photos' descriptors, made as the fast codebook's were."""
-    sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
-    return sets
 
 
 @pytest.fixture(scope="package")

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from photos import fit_fast_codebook
 
 from vlad.cli.main import main
 from vlad.formats.vectors import load_vectors
@@ -135,18 +134,6 @@ def open_folder():
     for path in [folder, *folder.rglob("*")]:
         if path.is_dir() and not path.is_symlink():
             path.chmod(0o777)
-    shutil.rmtree(folder)
-
-
-@pytest.fixture(scope="package")
-def codebook_path(tmp_path_factory):
-    """A 16-centre codebook of the bundled photos at ``--max-side 256``,
-    readable by anyone."""
-    folder = Path(tempfile.mkdtemp(prefix="vlad-hostile-codebook-"))
-    folder.chmod(0o755)
-    path = fit_fast_codebook(folder / "codebook.npz")
-    path.chmod(0o644)
-    yield path
     shutil.rmtree(folder)
 
 

@@ -103,7 +103,12 @@ def kill_at(big_job, tmp_path, delay: float) -> str:
     return assert_absent_or_complete(output)
 
 
-@pytest.mark.parametrize("seed", range(4))
+#: One random point in the default run; the other seeds run with the slow tests,
+#: beside test_sigkill_at_many_points_around_the_write.
+SEEDS = [0, *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(1, 4))]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_sigkill_at_a_random_point_leaves_nothing_half_done(big_job, tmp_path, seed):
     _, duration = big_job
     delay = np.random.default_rng(seed).uniform(0.05, 1.2 * duration)

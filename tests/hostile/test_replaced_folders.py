@@ -78,7 +78,12 @@ def run_signalled(how: str, sent: str, folder) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize(("sent", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+# SIGINT takes the same path as SIGTERM; it runs with the slow tests, as in
+# test_temporaries.py.
+@pytest.mark.parametrize(
+    ("sent", "status"),
+    [("SIGTERM", 143), pytest.param("SIGINT", 130, marks=pytest.mark.slow)],
+)
 def test_a_signal_between_the_moves_puts_the_old_index_back(indexed, sent, status):
     result = run_signalled("aside", sent, indexed)
     check_no_traceback(result.stderr)
