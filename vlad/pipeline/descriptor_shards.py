@@ -84,6 +84,10 @@ def extract_images_to_folder(
     resume : bool, default=False
         Keep the shards that an interrupted run with the same options and
         images finished, and make the others.
+    client : distributed.Client, optional
+        Make the shards on this Dask cluster, a task per shard (see
+        :func:`vlad.pipeline.dask_client`); the folder is the same, byte for
+        byte, as one made here.
 
     Returns
     -------

@@ -120,6 +120,9 @@ def read_descriptor_sets(
         (T, L, F) (T images).
     descriptor_options, extractor, n_jobs, progress
         As in :func:`extract_images`; only for images.
+    lazy : bool, default=False
+        Open a folder of shards or an hloc ``.h5`` without reading it: the
+        descriptors are read a shard (an image) at a time when used.
 
     Returns
     -------

@@ -82,7 +82,7 @@ def encode_images_to_folder(
     Parameters
     ----------
     inputs, codebook, options, descriptor_options, extractor, n_jobs, progress
-        As in :func:`vlad.encode_images`; and ``**settings``.
+        As in :func:`vlad.encode_images`.
     folder : path-like
         The folder of shards to write (its parent must exist).
     shard_images : int, default=SHARD_IMAGES
@@ -94,6 +94,12 @@ def encode_images_to_folder(
     resume : bool, default=False
         Keep the shards that an interrupted run with the same codebook,
         options and images finished, and make the others.
+    client : distributed.Client, optional
+        Make the shards on this Dask cluster, a task per shard (see
+        :func:`vlad.pipeline.dask_client`); the folder is the same, byte for
+        byte, as one made here.
+    **settings
+        Encoding settings given by name, as in :func:`vlad.encode_images`.
 
     Returns
     -------
