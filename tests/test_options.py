@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -219,23 +218,11 @@ def test_the_command_line_refuses_the_same_n_jobs(jobs):
     assert "-j" in result.output or "--jobs" in result.output
 
 
-def test_aggregate_method_keyword_is_deprecated(problem):
+def test_the_names_deprecated_in_0_2_are_gone(problem):
     sets, codebook = problem
     labels = vlad.assign(sets.descriptors, codebook.centers)
     arguments = (sets.descriptors, labels, sets.offsets, codebook.centers)
-    with pytest.warns(DeprecationWarning, match="use aggregate\\(aggregator="):
-        old = vlad.aggregate(*arguments, method="loop")
-    np.testing.assert_array_equal(old, vlad.aggregate(*arguments, aggregator="loop"))
-    with pytest.raises(TypeError, match="pass the aggregator once"):
-        vlad.aggregate(*arguments, "sparse", method="loop")
-
-
-def test_full_kmeans_is_now_called_lloyd(problem):
-    sets, _ = problem
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        lloyd = vlad.fit_codebook(sets, 3, algorithm="lloyd", seed=1)
-    with pytest.warns(DeprecationWarning, match='use algorithm="lloyd"'):
-        full = vlad.fit_codebook(sets, 3, algorithm="full", seed=1)
-    np.testing.assert_array_equal(full.centers, lloyd.centers)
-    assert full.metadata["algorithm"] == lloyd.metadata["algorithm"] == "lloyd"
+    with pytest.raises(TypeError, match="method"):
+        vlad.aggregate(*arguments, method="loop")
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        vlad.fit_codebook(sets, 3, algorithm="full", seed=1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -275,8 +274,7 @@ def fit_codebook(
         For scikit-learn: ``"lloyd"`` is its ``KMeans`` (Lloyd's algorithm),
         ``"minibatch"`` its ``MiniBatchKMeans``; ``"auto"`` uses Lloyd up to
         ``FULL_KMEANS_MAX_SAMPLES`` sampled descriptors and mini-batch above.
-        ``"full"``, the name scikit-learn retired, is a deprecated alias of
-        ``"lloyd"``. faiss runs Lloyd's algorithm only.
+        faiss runs Lloyd's algorithm only.
     max_iter : int or None, default=None
         Maximum k-means iterations (epochs for mini-batch); None is the
         back-end's default, 100 for scikit-learn (which stops earlier once
@@ -468,13 +466,6 @@ def on_codebook_metric(
 def _resolve_strategy(backend, algorithm, spherical: bool) -> tuple[str, str]:
     """The back-end and algorithm names that ``backend`` and ``algorithm``
     ask for; one-line errors for names they cannot take."""
-    if algorithm == "full":
-        warnings.warn(
-            'fit_codebook(algorithm="full") is deprecated; use algorithm="lloyd"',
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        algorithm = "lloyd"
     algorithm = ALGORITHM.check(algorithm)
     backend = BACKEND.check(backend)
     if backend == "faiss" and algorithm not in ("auto", "lloyd"):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -314,7 +313,6 @@ def aggregate(
     *,
     residual_norm: bool = False,
     weights: ArrayLike | None = None,
-    method: str | Aggregator | None = None,
 ) -> np.ndarray:
     """Sum of residuals per image and centre: the VLAD scatter-reduce.
 
@@ -344,8 +342,6 @@ def aggregate(
         (:func:`vlad.assignment_weights`). Only the aggregators in
         ``WEIGHTED_AGGREGATORS`` (``auto``, ``loop``, ``sparse``, ``numba``)
         take weights.
-    method : str or callable, optional
-        Deprecated name of ``aggregator``.
 
     Returns
     -------
@@ -373,17 +369,6 @@ def aggregate(
            [[0., 0.],
             [5., 6.]]])
     """
-    if method is not None:
-        if aggregator != "auto":
-            raise TypeError(
-                "pass the aggregator once, as aggregator= (method= is its old name)"
-            )
-        warnings.warn(
-            "aggregate(method=...) is deprecated; use aggregate(aggregator=...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        aggregator = method
     resolve_aggregator(aggregator)  # an unknown name is refused before the data
     if not isinstance(residual_norm, (bool, np.bool_)):
         raise TypeError(f"residual_norm must be True or False; got {residual_norm!r}")
