@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         split_vocabularies,
         stack_vocabularies,
     )
+    from vlad.errors import VladError
     from vlad.estimators.encoder import VLADEncoder
     from vlad.estimators.feature_extractor import FeatureExtractor
     from vlad.estimators.sift_extractor import SIFTExtractor
@@ -73,6 +74,7 @@ __all__ = [
     "JaxEncoder",
     "SIFTExtractor",
     "SiftOptions",
+    "VladError",
     "TorchEncoder",
     "VLADEncoder",
     "__version__",
@@ -130,6 +132,7 @@ _EXPORTS = {
     "FeatureExtractor": "vlad.estimators.feature_extractor",
     "SIFTExtractor": "vlad.estimators.sift_extractor",
     "describe_file": "vlad.info",
+    "VladError": "vlad.errors",
     "load_vectors": "vlad.formats.vectors",
     "save_vectors": "vlad.formats.vectors",
     "BatchReport": "vlad.pipeline",

@@ -6,6 +6,7 @@ import numpy as np
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import check_positive_int
+from vlad.errors import VladError
 
 __all__ = ["make_descriptor_sets"]
 
@@ -53,9 +54,9 @@ def make_descriptor_sets(
     n_descriptors = check_positive_int(n_descriptors, "n_descriptors")
     n_features = check_positive_int(n_features, "n_features")
     if kind not in ("sift", "gaussian"):
-        raise ValueError(f"kind must be one of ['gaussian', 'sift']; got {kind!r}")
+        raise VladError(f"kind must be one of ['gaussian', 'sift']; got {kind!r}")
     if np.dtype(dtype) not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
+        raise VladError(f"dtype must be float32 or float64; got {dtype!r}")
     rng = np.random.default_rng(seed)
     if ragged:
         lengths = rng.integers(0, 2 * n_descriptors + 1, size=n_images)

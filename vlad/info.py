@@ -12,6 +12,7 @@ import numpy as np
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
 from vlad.core.validation import all_finite, as_offsets
+from vlad.errors import VladError
 from vlad.formats.descriptor_shards import open_descriptor_shards
 from vlad.formats.files import (
     check_format_version,
@@ -97,7 +98,7 @@ def describe_file(path: str | os.PathLike) -> dict:
         return _describe_folder(path)
     if not path.is_file():
         if path.exists():  # a folder, a named pipe, a device
-            raise ValueError(f"{path} is not a vlad file: it is not a regular file")
+            raise VladError(f"{path} is not a vlad file: it is not a regular file")
         raise FileNotFoundError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".npz":
@@ -106,7 +107,7 @@ def describe_file(path: str | os.PathLike) -> dict:
             return _describe_codebook(path)
         if kind == "descriptor sets":
             return _describe_descriptor_sets(path)
-        raise ValueError(
+        raise VladError(
             f"{path} is not a vlad file: an .npz without a vlad codebook's or "
             "descriptor sets' record"
         )
@@ -116,7 +117,7 @@ def describe_file(path: str | os.PathLike) -> dict:
         return _describe_hloc(path)
     if suffix in (".json", ".csv", ".txt"):
         return _describe_results(path)
-    raise ValueError(
+    raise VladError(
         f"{path} is not a vlad file: expected a codebook or descriptor sets .npz, "
         "a vectors .npy, an index folder, search results (.json, .csv, .txt) or "
         "hloc's features .h5"
@@ -200,7 +201,7 @@ def _npz_format(path: Path) -> str | None:
     """The ``format`` of an ``.npz``'s vlad record, None if it names none."""
     arrays = read_numpy_file(path, "vlad file", members=("metadata",))
     if not isinstance(arrays, dict):
-        raise ValueError(f"{path} is not a vlad file: an .npy named .npz")
+        raise VladError(f"{path} is not a vlad file: an .npy named .npz")
     record = parse_record(arrays["metadata"], path, "vlad file")
     return record.get("format") if isinstance(record, dict) else None
 
@@ -237,15 +238,13 @@ def _describe_descriptor_sets(path: Path) -> dict:
     check_format_version(path, record, f"vlad {kind} file", FORMAT_VERSION)
     shape, dtype = npz_member_header(path, f"vlad {kind} file", "descriptors")
     if len(shape) != 2:
-        raise ValueError(
+        raise VladError(
             f"{path} holds inconsistent descriptor sets: descriptors of shape {shape}"
         )
     try:
         offsets = as_offsets(arrays["offsets"], shape[0])
     except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"{path} holds inconsistent descriptor sets: {error}"
-        ) from None
+        raise VladError(f"{path} holds inconsistent descriptor sets: {error}") from None
     lengths = np.diff(offsets)
     has_keypoints = record.get("keypoint_fields") == list(KEYPOINT_FIELDS)
     keypoints = {"keypoints": list(KEYPOINT_FIELDS)} if has_keypoints else {}
@@ -346,7 +345,7 @@ def _describe_npy(path: Path) -> dict:
     if not record_path.is_file():
         array = read_numpy_file(path, "vlad file", mmap=True)
         if not isinstance(array, np.ndarray):
-            raise ValueError(f"{path} is not a vlad file: an .npz named .npy")
+            raise VladError(f"{path} is not a vlad file: an .npz named .npy")
         return {
             "file": str(path),
             "kind": "array",

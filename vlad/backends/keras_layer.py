@@ -20,6 +20,7 @@ from vlad.backends.netvlad import initial_parameters
 from vlad.core.codebook import Codebook
 from vlad.core.normalization import NORM_FLOOR
 from vlad.core.validation import as_float_matrix, as_offsets, check_positive_int
+from vlad.errors import VladError
 
 
 def _import_keras():
@@ -211,7 +212,7 @@ class NetVLAD(keras.layers.Layer):
         """
         descriptors = ops.convert_to_tensor(descriptors, dtype=self.compute_dtype)
         if len(descriptors.shape) != 3 or descriptors.shape[-1] != self.n_features:
-            raise ValueError(
+            raise VladError(
                 "descriptors must have shape (n_images, n_descriptors, "
                 f"{self.n_features}); got shape {tuple(descriptors.shape)}"
             )

@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 from vlad.core.codebook import Codebook, as_centers
 from vlad.core.normalization import NORM_FLOOR
 from vlad.core.validation import as_float_matrix, check_finite, check_n_features
+from vlad.errors import VladError
 
 __all__ = ["InitialParameters", "initial_parameters", "sharpness_for"]
 
@@ -64,13 +65,13 @@ def sharpness_for(
     0.5
     """
     if centers.shape[0] < 2:
-        raise ValueError(
+        raise VladError(
             f"NetVLAD needs at least 2 centres to set alpha; got {centers.shape[0]}"
         )
     if descriptors.shape[0] == 0:
-        raise ValueError("descriptors_sample must hold at least one descriptor")
+        raise VladError("descriptors_sample must hold at least one descriptor")
     if not (isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 1):
-        raise ValueError(f"ratio must be a number > 1; got {ratio!r}")
+        raise VladError(f"ratio must be a number > 1; got {ratio!r}")
     centers = centers.astype(np.float64)
     descriptors = descriptors.astype(np.float64)
     squared = (
@@ -81,7 +82,7 @@ def sharpness_for(
     nearest_two = np.partition(squared, 1, axis=1)[:, :2]
     gap = float(np.mean(nearest_two[:, 1] - nearest_two[:, 0]))
     if not gap > 0:
-        raise ValueError(
+        raise VladError(
             "the sample's descriptors are as close to their second nearest centre "
             "as to their nearest: alpha cannot be set from them"
         )

@@ -25,6 +25,7 @@ from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.validation import as_float_matrix, check_finite, check_n_features
+from vlad.errors import VladError
 
 __all__ = ["BLOCK_BYTES", "CodebookAdapter", "adapt_codebook"]
 
@@ -104,7 +105,7 @@ class CodebookAdapter:
         if not isinstance(descriptors, np.ndarray):
             descriptors = as_float_matrix(descriptors, "descriptors")
         if descriptors.ndim != 2:
-            raise ValueError(
+            raise VladError(
                 "descriptors must be a 2-D array of shape (n, n_features); "
                 f"got shape {descriptors.shape}"
             )
@@ -158,7 +159,7 @@ class CodebookAdapter:
             No descriptors were added, or a mean beyond the centres' dtype.
         """
         if self.n_descriptors == 0:
-            raise ValueError(
+            raise VladError(
                 "descriptors must hold at least one descriptor to adapt the "
                 "codebook to; got none"
             )
@@ -168,7 +169,7 @@ class CodebookAdapter:
         with np.errstate(over="ignore"):
             centers = centers.astype(self.codebook.centers.dtype)
         if not np.isfinite(centers).all():
-            raise ValueError(
+            raise VladError(
                 "the means of the descriptors are beyond the range of "
                 f"{self.codebook.centers.dtype}; rescale the descriptors"
             )

@@ -13,6 +13,7 @@ from vlad.core.validation import (
     check_n_features,
     check_positive_int,
 )
+from vlad.errors import VladError
 
 __all__ = ["CHUNK_BYTES", "assign", "assign_valid", "raise_non_finite"]
 
@@ -70,7 +71,7 @@ def assign(
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
     if centers.shape[0] < 1:
-        raise ValueError("centers must hold at least one centre; got none")
+        raise VladError("centers must hold at least one centre; got none")
     check_finite(centers, "centers")
     chunk_bytes = check_positive_int(chunk_bytes, "chunk_bytes")
     n_workers = resolve_n_jobs(n_jobs)
@@ -153,7 +154,7 @@ def raise_non_finite(block: np.ndarray, start: int) -> None:
     they overflowed (see :func:`vlad.core.finite.run_in_range`)."""
     bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if bad_rows.size:
-        raise ValueError(
+        raise VladError(
             f"descriptors contain NaN or infinite values (first at row "
             f"{start + bad_rows[0]})"
         )

@@ -39,6 +39,7 @@ from vlad.core.validation import (
     check_positive_int,
     check_seed,
 )
+from vlad.errors import VladError
 
 __all__ = [
     "DEFAULT_N_CLUSTERS",
@@ -89,7 +90,7 @@ class Codebook:
     ):
         self.centers = as_float_matrix(centers, "centers")
         if self.centers.shape[0] < 1 or self.centers.shape[1] < 1:
-            raise ValueError(
+            raise VladError(
                 f"centers must have at least one centre and one feature; "
                 f"got shape {self.centers.shape}"
             )
@@ -181,7 +182,7 @@ class Codebook:
         try:
             return cls(arrays["centers"], metadata, vocabulary_sizes=sizes)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"{path} holds an invalid codebook: {error}") from None
+            raise VladError(f"{path} holds an invalid codebook: {error}") from None
 
     def __repr__(self) -> str:
         several = (
@@ -205,7 +206,7 @@ def _as_vocabulary_sizes(sizes, n_clusters: int) -> tuple[int, ...]:
         )
     checked = tuple(check_positive_int(size, "vocabulary_sizes") for size in sizes)
     if sum(checked) != n_clusters:
-        raise ValueError(
+        raise VladError(
             f"vocabulary_sizes must sum to the number of centres ({n_clusters}); "
             f"got {list(checked)}"
         )
@@ -223,7 +224,7 @@ def as_centers(codebook: Codebook | ArrayLike) -> np.ndarray:
     """
     if isinstance(codebook, Codebook):
         if codebook.n_vocabularies > 1:
-            raise ValueError(
+            raise VladError(
                 f"codebook holds {codebook.n_vocabularies} vocabularies (sizes "
                 f"{list(codebook.vocabulary_sizes)}) but this takes one: encode "
                 "with vlad.encode, or pass one of vlad.split_vocabularies(codebook)"
@@ -347,12 +348,12 @@ def fit_codebook(
     descriptors = as_float_matrix(descriptors, "descriptors")
     n_descriptors = descriptors.shape[0]
     if n_descriptors < n_clusters:
-        raise ValueError(
+        raise VladError(
             f"cannot fit {n_clusters} centres on {n_descriptors} descriptors; "
             "need at least as many descriptors as n_clusters"
         )
     if sample is not None and sample < n_clusters:
-        raise ValueError(
+        raise VladError(
             f"sample={sample} is smaller than n_clusters={n_clusters}; k-means "
             "needs at least one descriptor per centre"
         )
@@ -378,7 +379,7 @@ def fit_codebook(
         training, exponent = unit_rows(training), 0
         training = training[np.any(training != 0, axis=1)]
         if training.shape[0] < n_clusters:
-            raise ValueError(
+            raise VladError(
                 f"cannot fit {n_clusters} spherical centres on "
                 f"{training.shape[0]} non-zero descriptors; need at least "
                 "as many as n_clusters"
@@ -469,12 +470,12 @@ def _resolve_strategy(backend, algorithm, spherical: bool) -> tuple[str, str]:
     algorithm = ALGORITHM.check(algorithm)
     backend = BACKEND.check(backend)
     if backend == "faiss" and algorithm not in ("auto", "lloyd"):
-        raise ValueError(
+        raise VladError(
             f"algorithm={algorithm!r} is not a faiss k-means; "
             "faiss runs 'lloyd' (or pass backend='sklearn')"
         )
     if spherical and algorithm == "minibatch":
-        raise ValueError(
+        raise VladError(
             "algorithm='minibatch' has no spherical form; use algorithm='lloyd' "
             "or 'auto' with spherical=True"
         )

@@ -15,6 +15,7 @@ from vlad.core.files import (
     save_record_archive,
 )
 from vlad.core.validation import as_float_matrix, as_offsets, as_record, check_finite
+from vlad.errors import VladError
 
 __all__ = ["DescriptorSets", "FORMAT_VERSION", "KEYPOINT_FIELDS", "as_descriptor_sets"]
 
@@ -82,7 +83,7 @@ class DescriptorSets:
             names = [str(t) for t in range(n_images)]
         names = [str(name) for name in names]
         if len(names) != n_images:
-            raise ValueError(
+            raise VladError(
                 f"names must hold one name per image ({n_images}); got {len(names)}"
             )
         self.names = names
@@ -140,7 +141,7 @@ class DescriptorSets:
             try:
                 blocks.append(np.asarray(array))
             except (TypeError, ValueError) as error:  # ragged nested lists
-                raise ValueError(
+                raise VladError(
                     f"descriptor array {index} is not an array of numbers: {error}"
                 ) from None
         source = "n_features"
@@ -150,19 +151,19 @@ class DescriptorSets:
             if block.dtype.kind not in "fiub":
                 as_float_matrix(block, f"descriptor array {index}")
             if block.ndim != 2:
-                raise ValueError(
+                raise VladError(
                     f"descriptor array {index} must be 2-D of shape (L, n_features); "
                     f"got shape {block.shape}"
                 )
             if n_features is None:
                 n_features, source = block.shape[1], f"array {index}"
             elif block.shape[1] != n_features:
-                raise ValueError(
+                raise VladError(
                     f"descriptor array {index} has {block.shape[1]} features; "
                     f"expected {n_features} (as {source})"
                 )
         if n_features is None:
-            raise ValueError(
+            raise VladError(
                 "cannot infer the descriptor dimension: every array is empty; "
                 "pass n_features"
             )
@@ -212,7 +213,7 @@ class DescriptorSets:
         has_keypoints = "keypoint_fields" in record
         if has_keypoints:
             if record["keypoint_fields"] != list(KEYPOINT_FIELDS):
-                raise ValueError(
+                raise VladError(
                     f"{path} is a damaged vlad descriptor sets file: its keypoint "
                     f"fields are {record['keypoint_fields']!r}; expected "
                     f"{list(KEYPOINT_FIELDS)}"
@@ -228,7 +229,7 @@ class DescriptorSets:
                 keypoints=arrays["keypoints"] if has_keypoints else None,
             )
         except (TypeError, ValueError) as error:
-            raise ValueError(
+            raise VladError(
                 f"{path} holds inconsistent descriptor sets: {error}"
             ) from None
 
@@ -300,7 +301,7 @@ class DescriptorSets:
             The sets hold no keypoint positions.
         """
         if self.keypoints is None:
-            raise ValueError(
+            raise VladError(
                 "these descriptor sets hold no keypoint positions; extract "
                 "descriptors with vlad extract (0.3 or later) or "
                 "vlad.extract_images to keep them"
@@ -370,7 +371,7 @@ def _as_keypoints(keypoints: ArrayLike, n_descriptors: int) -> np.ndarray:
             f"keypoints must hold real numbers; got an array of dtype {array.dtype}"
         )
     if array.shape != (n_descriptors, len(KEYPOINT_FIELDS)):
-        raise ValueError(
+        raise VladError(
             f"keypoints must have shape (n_descriptors, 4) = ({n_descriptors}, 4), "
             f"one row of {', '.join(KEYPOINT_FIELDS)} per descriptor; "
             f"got shape {array.shape}"
@@ -384,7 +385,7 @@ def _stack_keypoints(blocks: Sequence[ArrayLike], lengths: list[int]) -> np.ndar
     """One ``(L_t, 4)`` block per image, checked against the descriptors'
     ``lengths``, stacked into one float32 array."""
     if len(blocks) != len(lengths):
-        raise ValueError(
+        raise VladError(
             f"keypoints must hold one block per image ({len(lengths)}); "
             f"got {len(blocks)}"
         )
@@ -400,7 +401,7 @@ def _stack_keypoints(blocks: Sequence[ArrayLike], lengths: list[int]) -> np.ndar
                 f"got an array of dtype {block.dtype}"
             )
         if block.shape != (length, len(KEYPOINT_FIELDS)):
-            raise ValueError(
+            raise VladError(
                 f"keypoint block {index} must have shape ({length}, 4), one row "
                 f"per descriptor of image {index}; got shape {block.shape}"
             )
@@ -418,7 +419,7 @@ def as_descriptor_sets(
         return values
     if isinstance(values, np.ndarray):
         if values.ndim != 3:
-            raise ValueError(
+            raise VladError(
                 "an array of descriptor sets must have shape "
                 f"(n_images, n_descriptors, n_features); got shape {values.shape}"
             )

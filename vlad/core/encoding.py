@@ -24,6 +24,7 @@ from vlad.core.options import EncodingOptions
 from vlad.core.parallel import balanced_ranges, resolve_n_jobs, workers_for
 from vlad.core.validation import all_finite, check_n_features
 from vlad.core.vocabularies import concatenate_vectors, split_vocabularies
+from vlad.errors import VladError
 
 __all__ = ["ROWS_PER_BLOCK", "encode", "image_blocks"]
 
@@ -181,7 +182,7 @@ def encode(
     )
     # Unscaled vectors were checked by run_in_range; scaled ones are here.
     if exponent and not all_finite(vectors):
-        raise ValueError(f"encoding with {options.aggregator_name} gave NaN values")
+        raise VladError(f"encoding with {options.aggregator_name} gave NaN values")
     return vectors
 
 

@@ -22,6 +22,7 @@ from typing import IO
 import numpy as np
 
 from vlad.core.writing import atomic_write, atomic_writes, check_writable_folder
+from vlad.errors import VladError
 
 __all__ = [
     "atomic_write",
@@ -110,12 +111,12 @@ def read_numpy_file(
     >>> read_numpy_file(path, "vectors file")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: ...a.npy is a truncated vectors file: its header promises 24 bytes...
+    vlad.errors.VladError: ...a.npy is a truncated vectors file: its header promises...
     """
     path = Path(path)
     if not path.is_file():
         if path.exists():  # a folder, a named pipe, a device
-            raise ValueError(f"{path} is not a {kind}: it is not a regular file")
+            raise VladError(f"{path} is not a {kind}: it is not a regular file")
         raise FileNotFoundError(f"no such file: {path}")
     try:
         with open(path, "rb") as handle:
@@ -125,14 +126,14 @@ def read_numpy_file(
                 _check_npy_header(handle, path.stat().st_size, path, kind)
                 return _load_npy(path, kind, mmap)
     except OSError as error:
-        raise ValueError(f"{path} is not a readable {kind} ({error})") from None
+        raise VladError(f"{path} is not a readable {kind} ({error})") from None
     if start.startswith(_ZIP_MAGICS):
         return _load_npz(path, kind, members)
     if start.startswith(_PICKLE_PROTO):
-        raise ValueError(
+        raise VladError(
             f"{path} is not a {kind}: it is a Python pickle, which vlad never loads"
         )
-    raise ValueError(f"{path} is not a {kind}: it is not a NumPy .npy or .npz file")
+    raise VladError(f"{path} is not a {kind}: it is not a NumPy .npy or .npz file")
 
 
 def _check_npy_header(handle: IO[bytes], size: int, path: Path, kind: str) -> None:
@@ -144,16 +145,16 @@ def _check_npy_header(handle: IO[bytes], size: int, path: Path, kind: str) -> No
         else:
             shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
     except _UNREADABLE as error:
-        raise ValueError(f"{path} is a damaged {kind}: {error}") from None
+        raise VladError(f"{path} is a damaged {kind}: {error}") from None
     if dtype.hasobject:
-        raise ValueError(
+        raise VladError(
             f"{path} is not a {kind}: it holds Python objects (pickles), "
             "which vlad never loads"
         )
     expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
     available = size - handle.tell()
     if available < expected:
-        raise ValueError(
+        raise VladError(
             f"{path} is a truncated {kind}: its header promises {expected} bytes "
             f"of data but the file holds {available}"
         )
@@ -163,7 +164,7 @@ def _load_npy(path: Path, kind: str, mmap: bool) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except _UNREADABLE as error:
-        raise ValueError(f"{path} is a damaged {kind}: {error}") from None
+        raise VladError(f"{path} is a damaged {kind}: {error}") from None
 
 
 def _load_npz(
@@ -172,12 +173,12 @@ def _load_npz(
     try:
         archive = np.load(path, allow_pickle=False)
     except _UNREADABLE as error:
-        raise ValueError(f"{path} is a truncated {kind}: {error}") from None
+        raise VladError(f"{path} is a truncated {kind}: {error}") from None
     with archive:
         wanted = archive.files if members is None else list(members)
         missing = [name for name in wanted if name not in archive.files]
         if missing:
-            raise ValueError(f"{path} is not a {kind}: it lacks {', '.join(missing)}")
+            raise VladError(f"{path} is not a {kind}: it lacks {', '.join(missing)}")
         arrays = {}
         for name in wanted:
             try:
@@ -185,13 +186,13 @@ def _load_npz(
                 arrays[name] = archive[name]
             except _UNREADABLE as error:
                 if "allow_pickle" in str(error):
-                    raise ValueError(
+                    raise VladError(
                         f"{path} is not a {kind}: its {name} holds Python objects "
                         "(pickles), which vlad never loads"
                     ) from None
                 if str(error).startswith(str(path)):
                     raise
-                raise ValueError(f"{path} is a damaged {kind}: {error}") from None
+                raise VladError(f"{path} is a damaged {kind}: {error}") from None
     return arrays
 
 
@@ -214,9 +215,9 @@ def npz_member_header(
     except _UNREADABLE as error:
         if str(error).startswith(str(path)):
             raise
-        raise ValueError(f"{path} is not a readable {kind}: {error}") from None
+        raise VladError(f"{path} is not a readable {kind}: {error}") from None
     if header is None:
-        raise ValueError(f"{path} is not a {kind}: it lacks {name}")
+        raise VladError(f"{path} is not a {kind}: it lacks {name}")
     return header
 
 
@@ -232,7 +233,7 @@ def _check_npz_member(
     info = archive.getinfo(f"{name}.npy")
     expansion = info.file_size / max(info.compress_size, 1)
     if to_read and info.file_size > _BOMB_BYTES and expansion > _MAX_EXPANSION:
-        raise ValueError(
+        raise VladError(
             f"{path} is not a {kind}: its {name} expands {expansion:.0f} times, "
             f"from {info.compress_size} to {info.file_size} bytes (a zip bomb?); "
             f"vlad reads members that expand at most {_MAX_EXPANSION} times"
@@ -245,13 +246,13 @@ def _check_npz_member(
             shape, _, dtype = np.lib.format.read_array_header_2_0(member)
         available = info.file_size - member.tell()
     if dtype.hasobject:
-        raise ValueError(
+        raise VladError(
             f"{path} is not a {kind}: its {name} holds Python objects (pickles), "
             "which vlad never loads"
         )
     expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
     if available < expected:
-        raise ValueError(
+        raise VladError(
             f"{path} is a damaged {kind}: the header of its {name} promises "
             f"{expected} bytes of data but it holds {available}"
         )
@@ -303,16 +304,16 @@ def read_record_archive(
     noun = f"vlad {kind} file"
     arrays = read_numpy_file(path, noun, members=("metadata", *required))
     if not isinstance(arrays, dict):
-        raise ValueError(
+        raise VladError(
             f"{path} is not a {noun}: it holds a single array, not an .npz archive"
         )
     metadata = parse_record(arrays.pop("metadata"), path, noun)
     found = metadata.get("format") if isinstance(metadata, dict) else None
     if found != kind:
-        raise ValueError(f"{path} is not a {noun}: its metadata says format={found!r}")
+        raise VladError(f"{path} is not a {noun}: its metadata says format={found!r}")
     descriptor = metadata.get("descriptor", {})
     if not isinstance(descriptor, dict):
-        raise ValueError(
+        raise VladError(
             f"{path} is a damaged {noun}: its descriptor record is a "
             f"{type(descriptor).__name__}, not a mapping"
         )
@@ -329,14 +330,14 @@ def parse_record(record: np.ndarray, path: str | os.PathLike, noun: str):
         JSON, or nested too deep to read.
     """
     if record.ndim != 0 or record.dtype.kind != "U":
-        raise ValueError(
+        raise VladError(
             f"{path} is a damaged {noun}: its metadata is not one JSON string but "
             f"an array of shape {record.shape} and dtype {record.dtype}"
         )
     try:
         return json.loads(str(record))
     except (ValueError, RecursionError) as error:  # JSONDecodeError: ValueError
-        raise ValueError(f"{path} is a damaged {noun}: {error}") from None
+        raise VladError(f"{path} is a damaged {noun}: {error}") from None
 
 
 def check_format_version(
@@ -353,13 +354,13 @@ def check_format_version(
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: index.json was written by a newer vlad (vlad index format version 3; ...
+    vlad.errors.VladError: index.json was written by a newer vlad (vlad index format...
     """
     version = record.get("format_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"{path} is a damaged {noun}: format_version={version!r}")
+        raise VladError(f"{path} is a damaged {noun}: format_version={version!r}")
     if version > supported:
-        raise ValueError(
+        raise VladError(
             f"{path} was written by a newer vlad ({noun} format version {version}; "
             f"this version reads up to {supported}): upgrade vlad"
         )

@@ -19,6 +19,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = [
     "SAFE_MAGNITUDE",
     "DistanceOverflowError",
@@ -111,7 +113,7 @@ def run_in_range(
             raise
     descriptors, centers, exponent = rescale_inputs(descriptors, centers)
     if exponent == 0:  # not extreme, yet overflowing: cannot be helped
-        raise ValueError(
+        raise VladError(
             f"the arithmetic on these {descriptors.dtype} descriptors overflows; "
             "rescale them or pass float64"
         )
@@ -130,7 +132,7 @@ def cast_in_range(array: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     if array.dtype != dtype and largest_magnitude(array) > float(np.finfo(dtype).max):
-        raise ValueError(
+        raise VladError(
             f"{name} hold values as large as {largest_magnitude(array):.3g}, beyond "
             f"{dtype}, the descriptors' dtype; pass {array.dtype} descriptors"
         )
@@ -160,7 +162,7 @@ def rescale_inputs(
         for array, name in ((descriptors, "descriptors"), (centers, "centers")):
             bad = ~np.isfinite(array)
             if bad.any():
-                raise ValueError(
+                raise VladError(
                     f"{name} contains {int(np.count_nonzero(bad))} NaN or infinite "
                     f"value(s) (first at row {int(np.flatnonzero(bad.any(axis=1))[0])})"
                 )
@@ -190,7 +192,7 @@ def restore_scale(
     shift = -exponent * power
     largest = largest_magnitude(vectors)
     if largest and math.log2(largest) + shift >= math.log2(np.finfo(vectors.dtype).max):
-        raise ValueError(
+        raise VladError(
             f"the residual sums of these descriptors overflow {vectors.dtype}: "
             "rescale the descriptors, pass float64 or normalise the vectors "
             "(intra or l2)"
@@ -222,17 +224,17 @@ def check_residuals(
             f"aggregator {aggregator} must return real numbers; got dtype {array.dtype}"
         )
     if array.shape != shape:
-        raise ValueError(
+        raise VladError(
             f"aggregator {aggregator} must return residual sums of shape "
             f"(n_images, n_clusters, n_features) = {shape}; got shape {array.shape}"
         )
     if not np.isfinite(array).all():
         bad = int(np.count_nonzero(~np.isfinite(array)))
-        raise ValueError(
+        raise VladError(
             f"aggregator {aggregator} returned {bad} NaN or infinite residual value(s)"
         )
     if largest_magnitude(array) > float(np.finfo(dtype).max):
-        raise ValueError(
+        raise VladError(
             f"aggregator {aggregator} returned residual sums too large for {dtype}"
         )
     return np.require(array, dtype=dtype, requirements=["C", "W"])

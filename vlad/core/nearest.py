@@ -15,6 +15,7 @@ from vlad.core.validation import (
     check_n_features,
     check_positive_int,
 )
+from vlad.errors import VladError
 
 __all__ = [
     "ASSIGNMENTS",
@@ -82,7 +83,7 @@ def assign_nearest(
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
     if centers.shape[0] < 1:
-        raise ValueError("centers must hold at least one centre; got none")
+        raise VladError("centers must hold at least one centre; got none")
     check_finite(centers, "centers")
     n_nearest = check_n_nearest(n_nearest, centers.shape[0])
     chunk_bytes = check_positive_int(chunk_bytes, "chunk_bytes")
@@ -107,7 +108,7 @@ def check_n_nearest(n_nearest: int, n_clusters: int | None = None) -> int:
     """
     n_nearest = check_positive_int(n_nearest, "n_nearest")
     if n_clusters is not None and n_nearest > n_clusters:
-        raise ValueError(
+        raise VladError(
             f"n_nearest must be at most the number of centres ({n_clusters}); "
             f"got {n_nearest}"
         )
@@ -201,7 +202,7 @@ def assignment_weights(
     """
     distances = np.asarray(distances, dtype=np.float64)
     if distances.ndim != 2 or distances.shape[1] < 1:
-        raise ValueError(
+        raise VladError(
             "distances must have shape (n_descriptors, n_nearest); got shape "
             f"{distances.shape}"
         )

@@ -7,6 +7,7 @@ from numpy.typing import ArrayLike
 
 from vlad.core.finite import largest_magnitude, scale_exponent
 from vlad.core.validation import check_finite, check_power
+from vlad.errors import VladError
 
 __all__ = ["NORM_FLOOR", "normalize", "normalize_in_place"]
 
@@ -85,7 +86,7 @@ def normalize(
     """
     array = np.asarray(residuals)
     if array.ndim != 3:
-        raise ValueError(
+        raise VladError(
             "residuals must have shape (n_images, n_clusters, n_features); "
             f"got shape {array.shape}"
         )
@@ -101,14 +102,14 @@ def normalize(
     if counts is not None:
         counts = np.asarray(counts)
         if counts.shape != array.shape[:2]:
-            raise ValueError(
+            raise VladError(
                 f"counts must have shape {array.shape[:2]} (n_images, n_clusters); "
                 f"got shape {counts.shape}"
             )
         if counts.dtype.kind not in "iu":
             raise TypeError(f"counts must hold integers; got dtype {counts.dtype}")
         if counts.size and counts.min() < 0:
-            raise ValueError(f"counts must be >= 0; got a minimum of {counts.min()}")
+            raise VladError(f"counts must be >= 0; got a minimum of {counts.min()}")
     if intra or l2:
         # Squares of 1e308 overflow; the normalised vectors do not depend on
         # an exact power-of-two scale.

@@ -11,6 +11,7 @@ from vlad.core.aggregators import (
     resolve_aggregator,
 )
 from vlad.core.parameters import ENCODING_PARAMETERS
+from vlad.errors import VladError
 
 __all__ = ["EncodingOptions"]
 
@@ -87,7 +88,7 @@ class EncodingOptions:
     >>> vlad.EncodingOptions(power=2)
     Traceback (most recent call last):
     ...
-    ValueError: power must be a number in (0, 1]; got 2
+    vlad.errors.VladError: power must be a number in (0, 1]; got 2
 
     Settings other than plain VLAD's are recorded too:
 
@@ -123,7 +124,7 @@ class EncodingOptions:
             object.__setattr__(self, "n_nearest", 1 if self.assignment == "hard" else 2)
         n_nearest = self.n_nearest
         if self.assignment == "hard" and n_nearest != 1:
-            raise ValueError(
+            raise VladError(
                 f"n_nearest must be 1 with assignment='hard'; got {n_nearest} "
                 "(use assignment='multiple' or 'soft')"
             )
@@ -196,12 +197,12 @@ class EncodingOptions:
             encoders assign each descriptor to its nearest centre only).
         """
         if self.weighted:
-            raise ValueError(
+            raise VladError(
                 f"{encoder} supports assignment='hard' only; got "
                 f"{self.assignment!r} (use vlad.encode)"
             )
         if self.aggregator not in ("auto", backend):
-            raise ValueError(
+            raise VladError(
                 f"{encoder} sums residuals with {backend}: its aggregator must be "
                 f"'auto' or {backend!r}; got {self.aggregator_name!r}"
             )
@@ -255,7 +256,7 @@ class EncodingOptions:
             A record that is not a mapping of valid settings.
         """
         if not isinstance(record, Mapping):
-            raise ValueError(
+            raise VladError(
                 f"an encoding record must be a mapping; got {type(record).__name__}"
             )
         fields = cls._field_names()

@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = [
     "PARALLEL_MIN_WORK",
     "SharedThreadLimit",
@@ -81,7 +83,7 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     >>> resolve_n_jobs(0)
     Traceback (most recent call last):
     ...
-    ValueError: n_jobs must be None, -1 (every core) or a positive integer; got 0
+    vlad.errors.VladError: n_jobs must be None, -1 (every core) or a positive...
     """
     if n_jobs is None:
         return available_cores()
@@ -90,7 +92,7 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     if n_jobs == -1:
         return available_cores()
     if n_jobs < 1:
-        raise ValueError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
+        raise VladError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
     return min(int(n_jobs), available_cores())
 
 

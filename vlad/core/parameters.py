@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = [
     "ALGORITHM",
     "ASSIGNMENT",
@@ -76,7 +78,7 @@ class Parameter:
     >>> POWER.check(2)
     Traceback (most recent call last):
     ...
-    ValueError: power must be a number in (0, 1]; got 2
+    vlad.errors.VladError: power must be a number in (0, 1]; got 2
     """
 
     name: str
@@ -93,9 +95,9 @@ class Parameter:
         if self.kind not in (bool, int, float, str):
             raise TypeError(f"kind must be bool, int, float or str; got {self.kind!r}")
         if self.closed not in _CLOSED:
-            raise ValueError(f"closed must be one of {list(_CLOSED)}")
+            raise VladError(f"closed must be one of {list(_CLOSED)}")
         if (self.kind is str) != bool(self.choices):
-            raise ValueError("a str parameter, and only one, has choices")
+            raise VladError("a str parameter, and only one, has choices")
 
     @property
     def low_closed(self) -> bool:
@@ -157,7 +159,7 @@ class Parameter:
             return bool(value)
         if self.kind is str:
             if not (isinstance(value, str) and value in self.choices):
-                raise ValueError(self.message(value))
+                raise VladError(self.message(value))
             return value
         if isinstance(value, (bool, np.bool_)):
             raise TypeError(self.message(value))
@@ -165,7 +167,7 @@ class Parameter:
         if not isinstance(value, wanted):
             raise TypeError(self.message(value))
         if not self.contains(value):
-            raise ValueError(self.message(value))
+            raise VladError(self.message(value))
         return self.kind(value)
 
     def contains(self, number) -> bool:

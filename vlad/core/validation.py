@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vlad.core.parameters import POWER
+from vlad.errors import VladError
 
 __all__ = [
     "all_finite",
@@ -59,9 +60,9 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
     try:
         array = np.asarray(values)
     except (TypeError, ValueError) as error:  # ragged nested lists
-        raise ValueError(f"{name} must be a 2-D array of numbers: {error}") from None
+        raise VladError(f"{name} must be a 2-D array of numbers: {error}") from None
     if array.dtype.kind == "c":
-        raise ValueError(
+        raise VladError(
             f"Complex data not supported: {name} must hold real numbers; "
             f"got dtype {array.dtype}"
         )
@@ -78,18 +79,18 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
         try:
             array = array.astype(np.float64)
         except OverflowError as error:
-            raise ValueError(f"{name} holds a number beyond float64: {error}") from None
+            raise VladError(f"{name} holds a number beyond float64: {error}") from None
     if array.dtype.kind not in "fiub":
         raise TypeError(
             f"{name} must hold real numbers; got an array of dtype {array.dtype}"
         )
     if array.ndim != 2:
-        raise ValueError(
+        raise VladError(
             f"{name} must be a 2-D array of shape (n, n_features); "
             f"got shape {array.shape}"
         )
     if array.shape[1] < 1:
-        raise ValueError(
+        raise VladError(
             f"{name} must have at least one feature (column): found 0 feature(s) "
             f"(shape={array.shape}) while a minimum of 1 is required."
         )
@@ -101,7 +102,7 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
     with np.errstate(over="ignore"):
         narrowed = np.ascontiguousarray(array, dtype=target)
     if not all_finite(narrowed) and all_finite(array):
-        raise ValueError(
+        raise VladError(
             f"{name} holds values beyond the range of {target}, the dtype they "
             f"are computed in; rescale them or pass float64 data"
         )
@@ -132,13 +133,13 @@ def check_finite(array: np.ndarray, name: str) -> None:
     """Raise ``ValueError`` if ``array`` holds NaN or infinite values."""
     if not all_finite(array):
         bad = int(np.count_nonzero(~np.isfinite(array)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+        raise VladError(f"{name} contains {bad} NaN or infinite value(s)")
 
 
 def check_n_features(descriptor_features: int, center_features: int) -> None:
     """Raise ``ValueError`` if descriptors and centres differ in dimension."""
     if descriptor_features != center_features:
-        raise ValueError(
+        raise VladError(
             f"descriptors have {descriptor_features} features but the codebook's "
             f"centers have {center_features}; they must match"
         )
@@ -151,7 +152,7 @@ def as_offsets(offsets, n_rows: int) -> np.ndarray:
     """
     array = np.asarray(offsets)
     if array.ndim != 1 or array.size == 0:
-        raise ValueError(
+        raise VladError(
             f"offsets must be a 1-D array of shape (n_images + 1,); "
             f"got shape {array.shape}"
         )
@@ -159,12 +160,12 @@ def as_offsets(offsets, n_rows: int) -> np.ndarray:
         raise TypeError(f"offsets must hold integers; got dtype {array.dtype}")
     array = np.ascontiguousarray(array, dtype=np.int64)
     if array[0] != 0 or array[-1] != n_rows:
-        raise ValueError(
+        raise VladError(
             f"offsets must start at 0 and end at the number of descriptors "
             f"({n_rows}); got offsets[0]={array[0]} and offsets[-1]={array[-1]}"
         )
     if array.size > 1 and np.any(np.diff(array) < 0):
-        raise ValueError("offsets must be non-decreasing")
+        raise VladError("offsets must be non-decreasing")
     return array
 
 
@@ -172,7 +173,7 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
     """Return ``labels`` as intp after checking shape and range."""
     array = np.asarray(labels)
     if array.ndim != 1 or array.shape[0] != n_rows:
-        raise ValueError(
+        raise VladError(
             f"labels must have shape ({n_rows},), one per descriptor; "
             f"got shape {array.shape}"
         )
@@ -181,7 +182,7 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
     if n_rows:
         low, high = int(array.min()), int(array.max())
         if low < 0 or high >= n_clusters:
-            raise ValueError(
+            raise VladError(
                 f"labels must lie in [0, {n_clusters}) for {n_clusters} centers; "
                 f"got values from {low} to {high}"
             )
@@ -202,7 +203,7 @@ def check_positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer >= 1; got {value!r}")
     if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+        raise VladError(f"{name} must be an integer >= 1; got {value!r}")
     return int(value)
 
 
@@ -227,5 +228,5 @@ def check_seed(seed) -> int | None:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be a non-negative integer or None; got {seed!r}")
     if seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
+        raise VladError(f"seed must be a non-negative integer or None; got {seed!r}")
     return int(seed)

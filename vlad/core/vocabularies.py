@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 from vlad.core.codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import check_positive_int, check_seed
+from vlad.errors import VladError
 
 __all__ = [
     "concatenate_vectors",
@@ -81,20 +82,20 @@ def stack_vocabularies(codebooks: Sequence[Codebook]) -> Codebook:
             f"codebooks must be a sequence of Codebook; got {type(codebooks).__name__}"
         )
     if not codebooks:
-        raise ValueError("codebooks must hold at least one codebook; got none")
+        raise VladError("codebooks must hold at least one codebook; got none")
     for index, codebook in enumerate(codebooks):
         if not isinstance(codebook, Codebook):
             raise TypeError(
                 f"codebooks[{index}] must be a Codebook; got {type(codebook).__name__}"
             )
         if codebook.n_features != codebooks[0].n_features:
-            raise ValueError(
+            raise VladError(
                 f"codebooks[{index}] has {codebook.n_features} features but "
                 f"codebooks[0] has {codebooks[0].n_features}; vocabularies must "
                 "quantise descriptors of one dimension"
             )
         if _descriptor(codebook) != _descriptor(codebooks[0]):
-            raise ValueError(
+            raise VladError(
                 f"codebooks[{index}] was fitted on other descriptors "
                 f"({_descriptor(codebook)}) than codebooks[0] "
                 f"({_descriptor(codebooks[0])})"

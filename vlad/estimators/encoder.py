@@ -23,6 +23,7 @@ from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.parameters import ENCODING_PARAMETERS, N_CLUSTERS, SAMPLE
 from vlad.core.validation import check_n_features
+from vlad.errors import VladError
 from vlad.estimators.parameters import N_JOBS, check_specified, constraints
 
 __all__ = ["VLADEncoder"]
@@ -406,7 +407,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """The ``codebook`` parameter as a Codebook, checked against ``sets``."""
         codebook = _as_codebook(self.codebook)
         if codebook.n_clusters != self.n_clusters:
-            raise ValueError(
+            raise VladError(
                 f"n_clusters={self.n_clusters} but the codebook has "
                 f"{codebook.n_clusters} centres; pass n_clusters="
                 f"{codebook.n_clusters} or use VLADEncoder.from_codebook"
@@ -424,7 +425,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         else:
             init = "k-means++"
             if sets.descriptors.shape[0] < self.n_clusters:
-                raise ValueError(
+                raise VladError(
                     f"cannot start {self.n_clusters} centres from "
                     f"{sets.descriptors.shape[0]} descriptors; the first "
                     "partial_fit chunk needs at least n_clusters descriptors"
@@ -439,7 +440,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     def _check_n_features(self, sets: DescriptorSets) -> None:
         """Raise ``ValueError`` if ``sets`` and the codebook differ in dimension."""
         if sets.n_features != self.n_features_in_:
-            raise ValueError(
+            raise VladError(
                 f"X has {sets.n_features} features, but {type(self).__name__} is "
                 f"expecting {self.n_features_in_} features as input (the "
                 "dimension of the descriptors it was fitted on)"

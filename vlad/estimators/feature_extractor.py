@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.pool import map_in_order
+from vlad.errors import VladError
 from vlad.estimators.parameters import N_JOBS
 from vlad.images.callables import CallableExtractor, load_extractor
 from vlad.images.files import MAX_PIXELS, ImageReadError
@@ -144,13 +145,13 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
         )
         widths = {block.shape[1] for block in blocks if not isinstance(block, str)}
         if len(widths) > 1:
-            raise ValueError(
+            raise VladError(
                 f"the extractor {extractor.name} returned descriptors of "
                 f"{len(widths)} widths ({sorted(widths)}); every image's must have "
                 "the same"
             )
         if not widths:
-            raise ValueError(f"none of the {len(images)} images could be described")
+            raise VladError(f"none of the {len(images)} images could be described")
         (width,) = widths
         for name, block in zip(names, blocks, strict=True):
             if isinstance(block, str):

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from vlad.errors import VladError
 from vlad.evaluation.scoring import QueryEvaluation
 
 __all__ = ["RECALL_LEVELS", "interpolated_precision", "mean_interpolated_precision"]
@@ -60,12 +61,12 @@ def interpolated_precision(
     if isinstance(n_relevant, bool) or not isinstance(n_relevant, (int, np.integer)):
         raise TypeError(f"n_relevant must be an int; got {n_relevant!r}")
     if n_relevant < max(1, len(ranks)):
-        raise ValueError(
+        raise VladError(
             f"n_relevant must be at least 1 and at least the {len(ranks)} ranks "
             f"given; got {n_relevant}"
         )
     if len(ranks) and (ranks[0] < 0 or np.any(np.diff(ranks) <= 0)):
-        raise ValueError(
+        raise VladError(
             f"ranks must be increasing places from 0; got {ranks.tolist()!r}"
         )
     levels = np.asarray(recall_levels, dtype=np.float64)

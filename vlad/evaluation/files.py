@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from vlad.errors import VladError
 from vlad.evaluation.ground_truth import QueryTruth, load_ground_truth
 from vlad.evaluation.holidays import load_holidays_ground_truth
 from vlad.evaluation.revisited import load_revisited_ground_truth
@@ -32,7 +33,7 @@ def read_any_ground_truth(
         Both ``protocol`` and ``holidays``, or a file that is not of its kind.
     """
     if protocol is not None and holidays:
-        raise ValueError(
+        raise VladError(
             "a ground truth is either revisited Oxford/Paris (with a protocol) or "
             f"INRIA Holidays names, not both; got protocol={protocol!r} and holidays"
         )

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlad.errors import VladError
+
 __all__ = [
     "QueryTruth",
     "ground_truth_from_mapping",
@@ -64,18 +66,18 @@ def name_list(value, where: str, field: str) -> tuple[str, ...]:
     ``where`` starts the message (the file and the query).
     """
     if not isinstance(value, (list, tuple)):
-        raise ValueError(
+        raise VladError(
             f"{where}: {field!r} must be a list of names; got "
             f"{type(value).__name__} {value!r:.60}"
         )
     seen: set[str] = set()
     for name in value:
         if not isinstance(name, str) or not name:
-            raise ValueError(
+            raise VladError(
                 f"{where}: {field!r} must hold non-empty names (strings); got {name!r}"
             )
         if name in seen:
-            raise ValueError(f"{where}: {field!r} names {name!r} twice")
+            raise VladError(f"{where}: {field!r} names {name!r} twice")
         seen.add(name)
     return tuple(value)
 
@@ -89,7 +91,7 @@ def query_truth(
     """A :class:`QueryTruth`, refused when an image is both relevant and junk."""
     both = set(relevant) & set(junk)
     if both:
-        raise ValueError(
+        raise VladError(
             f"{where}: {sorted(both)[0]!r} is both relevant and junk; it can be "
             "only one"
         )
@@ -129,14 +131,14 @@ def ground_truth_from_mapping(
     >>> ground_truth_from_mapping({"q": {"relevant": "a"}}, "gt.json")
     Traceback (most recent call last):
     ...
-    ValueError: gt.json, query 'q': 'relevant' must be a list of names; got str 'a'
+    vlad.errors.VladError: gt.json, query 'q': 'relevant' must be a list of names...
     """
     truth: dict[str, QueryTruth] = {}
     for query, entry, where in query_entries(mapping, source, "relevant images"):
         if isinstance(entry, QueryTruth):
             entry = entry.to_dict()
         if not isinstance(entry, Mapping):
-            raise ValueError(
+            raise VladError(
                 f'{where}: expected {{"relevant": [...], "junk": [...], "tags": '
                 f"[...]}}; got {type(entry).__name__}"
             )
@@ -148,12 +150,12 @@ def ground_truth_from_mapping(
                     " (revisited Oxford and Paris lists need a protocol: easy, "
                     "medium or hard)"
                 )
-            raise ValueError(
+            raise VladError(
                 f"{where}: unknown key {unknown[0]!r}; expected relevant, junk and "
                 f"tags{hint}"
             )
         if "relevant" not in entry:
-            raise ValueError(f"{where}: no 'relevant' list")
+            raise VladError(f"{where}: no 'relevant' list")
         lists = [name_list(entry.get(field, []), where, field) for field in _LISTS]
         truth[query] = query_truth(*lists, where)
     return truth
@@ -170,15 +172,15 @@ def query_entries(mapping, source: str, what: str):
         ``what``), or a query name is not a non-empty string.
     """
     if not isinstance(mapping, Mapping):
-        raise ValueError(
+        raise VladError(
             f"{source} must map query names to their {what}; got "
             f"{type(mapping).__name__}"
         )
     if not mapping:
-        raise ValueError(f"{source} names no query")
+        raise VladError(f"{source} names no query")
     for query, entry in mapping.items():
         if not isinstance(query, str) or not query:
-            raise ValueError(
+            raise VladError(
                 f"{source}: a query name must be a non-empty string; got {query!r}"
             )
         yield query, entry, f"{source}, query {query!r}"
@@ -190,15 +192,15 @@ def read_json_mapping(path: str | os.PathLike, noun: str) -> dict:
     try:
         text = path.read_bytes().decode("utf-8")
     except IsADirectoryError:
-        raise ValueError(f"{path} is a folder, not a {noun}") from None
+        raise VladError(f"{path} is a folder, not a {noun}") from None
     except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not a {noun}: not UTF-8 text ({error})") from None
+        raise VladError(f"{path} is not a {noun}: not UTF-8 text ({error})") from None
     try:
         document = json.loads(text)
     except ValueError as error:
-        raise ValueError(f"{path} is not a {noun}: {error}") from None
+        raise VladError(f"{path} is not a {noun}: {error}") from None
     if not isinstance(document, dict):
-        raise ValueError(
+        raise VladError(
             f"{path} is not a {noun}: expected a JSON object mapping query names "
             f"to their lists; got {type(document).__name__}"
         )

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
+from vlad.errors import VladError
 from vlad.evaluation.ground_truth import QueryTruth
 
 __all__ = ["holidays_ground_truth", "load_holidays_ground_truth"]
@@ -66,19 +67,19 @@ def holidays_ground_truth(
     if isinstance(names, (str, bytes)):
         raise TypeError(f"names must be a sequence of image names; got {names!r:.60}")
     if len(names) == 0:
-        raise ValueError(f"{source} names no image")
+        raise VladError(f"{source} names no image")
     by_stem: dict[str, str] = {}
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"{source}: image names must be strings; got {name!r}")
         stem = PurePosixPath(name).stem
         if not _HOLIDAYS_STEM.fullmatch(stem):
-            raise ValueError(
+            raise VladError(
                 f"{source}: {name!r} is not named as INRIA Holidays images are "
                 "(six digits, such as 100000.jpg)"
             )
         if stem in by_stem:
-            raise ValueError(f"{source}: {by_stem[stem]!r} and {name!r} share a number")
+            raise VladError(f"{source}: {by_stem[stem]!r} and {name!r} share a number")
         by_stem[stem] = name
     scenes: dict[str, list[str]] = {}
     for stem in sorted(by_stem):
@@ -86,7 +87,7 @@ def holidays_ground_truth(
     truth: dict[str, QueryTruth] = {}
     for scene, stems in scenes.items():
         if stems[0] != scene + "00":
-            raise ValueError(
+            raise VladError(
                 f"{source}: scene {scene} ({by_stem[stems[0]]!r}) has no query, "
                 f"an image numbered {scene}00"
             )
@@ -120,6 +121,6 @@ def load_holidays_ground_truth(path: str | os.PathLike) -> dict[str, QueryTruth]
     try:
         text = path.read_bytes().decode(errors="surrogateescape")
     except IsADirectoryError:
-        raise ValueError(f"{path} is a folder, not a file of image names") from None
+        raise VladError(f"{path} is a folder, not a file of image names") from None
     names = [line.strip() for line in text.splitlines() if line.strip()]
     return holidays_ground_truth(names, str(path))

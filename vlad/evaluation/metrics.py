@@ -32,6 +32,8 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 
+from vlad.errors import VladError
+
 __all__ = [
     "average_precision",
     "average_precision_of_ranks",
@@ -338,13 +340,13 @@ def _check_ranks(ranks: Sequence[int], n_relevant: int) -> None:
     if isinstance(n_relevant, bool) or not isinstance(n_relevant, int):
         raise TypeError(f"n_relevant must be an int; got {n_relevant!r}")
     if n_relevant < len(ranks):
-        raise ValueError(
+        raise VladError(
             f"n_relevant must be at least len(ranks) = {len(ranks)}; got {n_relevant}"
         )
     previous = -1
     for rank in ranks:
         if isinstance(rank, bool) or not isinstance(rank, int) or rank <= previous:
-            raise ValueError(
+            raise VladError(
                 f"ranks must be strictly ascending ints from 0; got {list(ranks)!r}"
             )
         previous = rank
@@ -352,7 +354,7 @@ def _check_ranks(ranks: Sequence[int], n_relevant: int) -> None:
 
 def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an int of at least 1; got {k!r}")
+        raise VladError(f"k must be an int of at least 1; got {k!r}")
     return k
 
 
@@ -389,7 +391,7 @@ def _check_ranking(ranking: Sequence[str]) -> None:
 def _check_disjoint(relevant: frozenset[str], junk: frozenset[str]) -> None:
     both = relevant & junk
     if both:
-        raise ValueError(
+        raise VladError(
             "an image cannot be both relevant and junk; got "
             f"{sorted(both)[0]!r} in both"
         )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from vlad.errors import VladError
 from vlad.evaluation.ground_truth import (
     QueryTruth,
     name_list,
@@ -100,31 +101,31 @@ def revisited_ground_truth(
 def _check_protocol(protocol: str) -> None:
     if protocol not in REVISITED_PROTOCOLS:
         choices = ", ".join(REVISITED_PROTOCOLS)
-        raise ValueError(f"protocol must be one of {choices}; got {protocol!r}")
+        raise VladError(f"protocol must be one of {choices}; got {protocol!r}")
 
 
 def _lists(entry, where: str) -> tuple[tuple[str, ...], ...]:
     """The easy, hard, junk and tags lists of one entry, checked."""
     if not isinstance(entry, Mapping):
-        raise ValueError(
+        raise VladError(
             f'{where}: expected {{"easy": [...], "hard": [...], "junk": [...]}}; '
             f"got {type(entry).__name__}"
         )
     unknown = sorted(str(key) for key in entry if key not in _KEYS)
     if unknown:
-        raise ValueError(
+        raise VladError(
             f"{where}: unknown key {unknown[0]!r}; expected easy, hard and junk "
             "(bbx and tags optional)"
         )
     missing = [key for key in ("easy", "hard", "junk") if key not in entry]
     if missing:
-        raise ValueError(f"{where}: no {missing[0]!r} list")
+        raise VladError(f"{where}: no {missing[0]!r} list")
     lists = {key: name_list(entry[key], where, key) for key in ("easy", "hard", "junk")}
     seen: dict[str, str] = {}
     for key, names in lists.items():
         for name in names:
             if name in seen:
-                raise ValueError(
+                raise VladError(
                     f"{where}: {name!r} is in both {seen[name]!r} and {key!r}"
                 )
             seen[name] = key

@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from vlad.errors import VladError
 from vlad.evaluation.ground_truth import ground_truth_from_mapping
 from vlad.evaluation.metrics import relevant_ranks, score_ranks
 from vlad.formats.files import atomic_write
@@ -279,7 +280,7 @@ def _check_ks(ks: Iterable[int]) -> tuple[int, ...]:
     ks = list(ks)
     for k in ks:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"ks must hold ints of at least 1; got {k!r} in {ks!r}")
+            raise VladError(f"ks must hold ints of at least 1; got {k!r} in {ks!r}")
     return tuple(sorted(set(ks)))
 
 
@@ -386,7 +387,7 @@ def evaluate(
     truth = ground_truth_from_mapping(ground_truth, "ground_truth")
     _check_rankings(rankings)
     if not any(query in rankings for query in truth):
-        raise ValueError(
+        raise VladError(
             f"the rankings name none of the "
             f"{_plural(len(truth), 'query', 'queries')} of the ground truth "
             f"(such as {_closest(list(truth)[:1], list(rankings))}); they name "

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
+from vlad.errors import VladError
 from vlad.formats.descriptor_shards import (
     ShardedDescriptorSets,
     is_descriptor_folder,
@@ -97,20 +98,18 @@ def read_descriptor_file(
     _refuse_vectors_file(path)
     array = read_numpy_file(path, "descriptors file")
     if not isinstance(array, np.ndarray):
-        raise ValueError(
-            f"{path} is not a descriptors file: an .npz archive named .npy"
-        )
+        raise VladError(f"{path} is not a descriptors file: an .npz archive named .npy")
     if array.ndim == 2:
         array = array[np.newaxis]
     if array.ndim != 3:
-        raise ValueError(
+        raise VladError(
             f"{path} must hold descriptors of shape (L, F) or (T, L, F); "
             f"got shape {array.shape}"
         )
     try:
         return as_descriptor_sets(array)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{path} holds no descriptor sets: {error}") from None
+        raise VladError(f"{path} holds no descriptor sets: {error}") from None
 
 
 def _refuse_vectors_file(path: Path) -> None:
@@ -122,7 +121,7 @@ def _refuse_vectors_file(path: Path) -> None:
     except (OSError, ValueError, RecursionError):
         return
     if isinstance(record, dict) and record.get("format") == "vlad vectors":
-        raise ValueError(
+        raise VladError(
             f"{path} holds VLAD vectors (see {record_path.name}), not descriptors: "
             "fit and encode take images or the descriptors of vlad extract"
         )

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS, DescriptorSets
+from vlad.errors import VladError
 from vlad.formats.files import check_format_version, read_numpy_file
 from vlad.formats.names import names_from_json
 from vlad.formats.shards import (
@@ -195,7 +196,7 @@ class ShardedDescriptorSets:
         path = self.folder / record_name
         record = read_json_object(path, "descriptors")
         if record.get("key") != key:
-            raise ValueError(
+            raise VladError(
                 f"{path} belongs to another run than {self.folder / MANIFEST_NAME} "
                 "(the folder is being replaced, or was altered)"
             )
@@ -209,7 +210,7 @@ class ShardedDescriptorSets:
             or not all(type(length) is int and length >= 0 for length in lengths)
             or sum(lengths) != int(entry["n_descriptors"])
         ):
-            raise ValueError(
+            raise VladError(
                 f"{path} is not the shard the manifest names: expected {n_images} "
                 f"names and lengths summing to {entry['n_descriptors']}"
             )
@@ -228,7 +229,7 @@ class ShardedDescriptorSets:
                 or array.dtype != np.float32
                 or array.shape != shape
             ):
-                raise ValueError(
+                raise VladError(
                     f"{self.folder / name} is not the shard the manifest names: "
                     f"expected float32 {field} of shape {shape}"
                 )
@@ -282,7 +283,7 @@ class ShardedDescriptorSets:
             names.extend(names_from_json(record.get("names"), str(path)))
             lengths.extend(record.get("lengths") or [])
         if len(names) != len(self) or len(lengths) != len(self):
-            raise ValueError(
+            raise VladError(
                 f"the shards of {self.folder} do not hold the {len(self)} images "
                 "their manifest counts"
             )
@@ -311,14 +312,14 @@ def open_descriptor_shards(folder: str | os.PathLike) -> ShardedDescriptorSets:
         raise FileNotFoundError(f"no such folder of descriptors: {folder}")
     manifest_path = folder / MANIFEST_NAME
     if not manifest_path.is_file():
-        raise ValueError(
+        raise VladError(
             f"{folder} is not a complete folder of descriptors: it has no "
             f"{MANIFEST_NAME} (the run writing it was interrupted or is still "
             "running; resume it with --resume)"
         )
     record = read_json_object(manifest_path, "descriptors")
     if record.get("format") != "descriptor sets" or record.get("layout") != "shards":
-        raise ValueError(
+        raise VladError(
             f"{folder} is not a folder of descriptor shards (its manifest says "
             f"format {record.get('format')!r}): give the descriptors of vlad extract"
         )
@@ -329,10 +330,10 @@ def open_descriptor_shards(folder: str | os.PathLike) -> ShardedDescriptorSets:
             str(entry["key"]), int(entry["n_descriptors"])
         int(record["n_features"])
     except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{manifest_path} is a damaged manifest of {_KIND}") from None
+        raise VladError(f"{manifest_path} is a damaged manifest of {_KIND}") from None
     fields = record.get("keypoint_fields")
     if fields is not None and fields != list(KEYPOINT_FIELDS):
-        raise ValueError(
+        raise VladError(
             f"{manifest_path} is a damaged manifest of {_KIND}: its keypoint fields "
             f"are {fields!r}; expected {list(KEYPOINT_FIELDS)}"
         )

@@ -34,6 +34,7 @@ import numpy as np
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.validation import all_finite
+from vlad.errors import VladError
 from vlad.formats.writing import atomic_write
 
 __all__ = [
@@ -95,14 +96,14 @@ def _open(path: Path) -> Iterator:
     try:
         file = h5py.File(path, "r")
     except OSError as error:
-        raise ValueError(
+        raise VladError(
             f"{path} is not a readable HDF5 file: {_one_line(error)}"
         ) from None
     try:
         with file:
             yield file
     except (OSError, RuntimeError, KeyError) as error:
-        raise ValueError(f"{path} is a damaged HDF5 file: {_one_line(error)}") from None
+        raise VladError(f"{path} is a damaged HDF5 file: {_one_line(error)}") from None
 
 
 def _one_line(error: Exception) -> str:
@@ -117,7 +118,7 @@ def _image_names(file, dataset: str, path: Path) -> list[str]:
 
     def visit(name: str | bytes) -> None:
         if isinstance(name, bytes):  # h5py's name that is not UTF-8
-            raise ValueError(f"{path} holds a name that is not UTF-8: {name!r}")
+            raise VladError(f"{path} holds a name that is not UTF-8: {name!r}")
         group, _, leaf = name.rpartition("/")
         if leaf == dataset:
             names.append(group)
@@ -125,7 +126,7 @@ def _image_names(file, dataset: str, path: Path) -> list[str]:
     # Names only: opening every object (visititems) takes five times as long.
     file.visit(visit)
     if "" in names:
-        raise ValueError(
+        raise VladError(
             f"{path} holds a {dataset!r} dataset outside any image's group; hloc "
             "keeps each image's features in a group named after the image"
         )
@@ -150,7 +151,7 @@ def hloc_file_kind(path: str | os.PathLike) -> str:
             return "local"
         if _image_names(file, GLOBAL_DATASET, path):
             return "global"
-    raise ValueError(
+    raise VladError(
         f"{path} holds no hloc features: no image group holds a "
         f"{LOCAL_DATASET!r} or a {GLOBAL_DATASET!r} dataset"
     )
@@ -247,7 +248,7 @@ class HlocLocalFeatures:
                 length = int(last - first)
                 expected = (self.n_features, length), (length, 2)
                 if (block.shape, positions.shape) != expected:
-                    raise ValueError(
+                    raise VladError(
                         f"{self.path} changed while it was read: the features of "
                         f"{name!r} are not those it held when opened"
                     )
@@ -256,7 +257,7 @@ class HlocLocalFeatures:
                 keypoints[first:last, :2] = positions
         for array, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
             if not all_finite(array):
-                raise ValueError(
+                raise VladError(
                     f"{self.path} holds NaN or infinite {what} (images {start} to "
                     f"{stop - 1})"
                 )
@@ -335,12 +336,12 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
         names = _image_names(file, LOCAL_DATASET, path)
         if not names:
             if _image_names(file, GLOBAL_DATASET, path):
-                raise ValueError(
+                raise VladError(
                     f"{path} holds hloc's global features (one vector per image), "
                     "not local features: index them with vlad index, or search "
                     "with them"
                 )
-            raise ValueError(
+            raise VladError(
                 f"{path} holds no hloc local features: no image group holds a "
                 f"{LOCAL_DATASET!r} dataset"
             )
@@ -352,7 +353,7 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
             if n_features is None:
                 n_features, first = width, name
             elif width != n_features:
-                raise ValueError(
+                raise VladError(
                     f"{path}: the descriptors of {name!r} have {width} dimensions "
                     f"but those of {first!r} have {n_features}; every image's "
                     "must have the same"
@@ -376,27 +377,27 @@ def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
     keypoints = file.get(f"{name}/keypoints")
     where = f"{path}: image {name!r}"
     if not isinstance(descriptors, h5py.Dataset):
-        raise ValueError(f"{where} has a group named {LOCAL_DATASET!r}, not a dataset")
+        raise VladError(f"{where} has a group named {LOCAL_DATASET!r}, not a dataset")
     if not isinstance(keypoints, h5py.Dataset):
-        raise ValueError(
+        raise VladError(
             f"{where} has descriptors but no 'keypoints' dataset; hloc's local "
             "features hold keypoints of shape (N, 2) beside descriptors of shape "
             "(D, N)"
         )
     for dataset, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
         if dataset.dtype.kind not in "fiu":
-            raise ValueError(
+            raise VladError(
                 f"{where} has {what} of dtype {dataset.dtype}; expected real numbers"
             )
     if keypoints.ndim != 2 or keypoints.shape[1] != 2:
-        raise ValueError(
+        raise VladError(
             f"{where} has keypoints of shape {keypoints.shape}; expected (N, 2), "
             "one x, y row per keypoint"
         )
     length = keypoints.shape[0]
     if descriptors.ndim != 2 or descriptors.shape[1] != length:
         transposed = descriptors.ndim == 2 and descriptors.shape[0] == length
-        raise ValueError(
+        raise VladError(
             f"{where} has descriptors of shape {descriptors.shape} for {length} "
             f"keypoints; expected (D, {length}), one column per keypoint"
             + (" (hloc stores them transposed)" if transposed else "")
@@ -460,16 +461,16 @@ def write_global_features(
     if vectors.dtype.kind not in "fiub":
         raise TypeError(f"vectors must hold real numbers; got dtype {vectors.dtype}")
     if vectors.ndim != 2 or vectors.shape[0] != len(names):
-        raise ValueError(
+        raise VladError(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
             f"got shape {vectors.shape}"
         )
     if not all_finite(vectors):
-        raise ValueError("vectors must be finite; got NaN or infinite values")
+        raise VladError("vectors must be finite; got NaN or infinite values")
     for name in names:
         _check_group_name(name)
     if len(set(names)) != len(names):
-        raise ValueError("names must be distinct: an hloc file has one group per image")
+        raise VladError("names must be distinct: an hloc file has one group per image")
     record_text = None if record is None else json.dumps(record)
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as file:
@@ -479,7 +480,7 @@ def write_global_features(
             try:
                 file.create_group(name).create_dataset(GLOBAL_DATASET, data=vector)
             except (ValueError, KeyError) as error:
-                raise ValueError(
+                raise VladError(
                     f"image name {name!r} cannot be an hloc group beside the "
                     f"others: {error}"
                 ) from None
@@ -491,14 +492,14 @@ def _check_group_name(name: str) -> None:
     """Raise ``ValueError`` unless ``name`` is a relative HDF5 group path that
     reads back as itself."""
     if any(part in ("", ".", "..") for part in name.split("/")):
-        raise ValueError(
+        raise VladError(
             f"image name {name!r} cannot name an hloc group: it must be a "
             "relative path without empty, '.' or '..' parts"
         )
     try:
         name.encode()
     except UnicodeEncodeError:
-        raise ValueError(
+        raise VladError(
             f"image name {name!r} cannot name an hloc group: HDF5 names are UTF-8"
         ) from None
 
@@ -546,19 +547,19 @@ def read_global_features(
                 if _image_names(file, LOCAL_DATASET, path)
                 else f"no hloc global features (no {GLOBAL_DATASET!r} dataset)"
             )
-            raise ValueError(f"{path} holds {kind}")
+            raise VladError(f"{path} holds {kind}")
         record = _record_of(file, path)
         vectors = None
         for row, name in enumerate(names):
             dataset = file[f"{name}/{GLOBAL_DATASET}"]
             if not isinstance(dataset, h5py.Dataset):
-                raise ValueError(
+                raise VladError(
                     f"{path}: image {name!r} has a group named {GLOBAL_DATASET!r}, "
                     "not a dataset"
                 )
             vector = np.asarray(dataset[()])
             if vector.ndim != 1 or vector.dtype.kind not in "fiu":
-                raise ValueError(
+                raise VladError(
                     f"{path}: the global descriptor of {name!r} has shape "
                     f"{vector.shape} and dtype {vector.dtype}; expected a 1-D "
                     "array of numbers (D,)"
@@ -566,13 +567,13 @@ def read_global_features(
             if vectors is None:
                 vectors, first = np.empty((len(names), len(vector)), np.float32), name
             elif len(vector) != vectors.shape[1]:
-                raise ValueError(
+                raise VladError(
                     f"{path}: the global descriptor of {name!r} has {len(vector)} "
                     f"dimensions but that of {first!r} has {vectors.shape[1]}"
                 )
             vectors[row] = vector
     if not all_finite(vectors):
-        raise ValueError(f"{path} holds NaN or infinite global descriptors")
+        raise VladError(f"{path} holds NaN or infinite global descriptors")
     return vectors, names, record
 
 
@@ -584,9 +585,9 @@ def _record_of(file, path: Path) -> dict | None:
     try:
         record = json.loads(text)
     except (TypeError, ValueError, RecursionError) as error:
-        raise ValueError(
+        raise VladError(
             f"{path}: its {RECORD_ATTRIBUTE} is not JSON ({error})"
         ) from None
     if not isinstance(record, dict):
-        raise ValueError(f"{path}: its {RECORD_ATTRIBUTE} is not a JSON object")
+        raise VladError(f"{path}: its {RECORD_ATTRIBUTE} is not a JSON object")
     return record

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from vlad.errors import VladError
+
 __all__ = [
     "check_line_names",
     "names_from_json",
@@ -92,7 +94,7 @@ def names_from_json(value, source: str) -> list[str]:
     True
     """
     if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise ValueError(f"{source} is not a list of names (a JSON array of strings)")
+        raise VladError(f"{source} is not a list of names (a JSON array of strings)")
     return value
 
 
@@ -105,11 +107,11 @@ def check_line_names(names: Sequence[str]) -> None:
     >>> check_line_names(["two\\nlines.jpg"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: names of a vectors .npy ... got 'two\\nlines.jpg' (write a folder ...
+    vlad.errors.VladError: names of a vectors .npy ... got 'two\\nlines.jpg' ...
     """
     broken = next((name for name in names if "\n" in name or "\r" in name), None)
     if broken is not None:
-        raise ValueError(
+        raise VladError(
             "names of a vectors .npy are one per line and must not hold line breaks; "
             f"got {broken!r} (write a folder of shards instead, an output without "
             ".npy, which stores any name)"

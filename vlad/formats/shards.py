@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.errors import VladError
 from vlad.formats.files import atomic_write, atomic_writes, read_numpy_file
 from vlad.formats.names import names_from_json
 from vlad.formats.writing import remove_stale_temporaries_in
@@ -167,12 +168,12 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
     if not manifest_path.is_file() and not any(
         _SHARD_FILE.fullmatch(name) for name in os.listdir(folder)
     ):
-        raise ValueError(
+        raise VladError(
             f"{folder} is not a folder of vectors: it has no {MANIFEST_NAME} and no "
             "shards"
         )
     if not manifest_path.is_file():
-        raise ValueError(
+        raise VladError(
             f"{folder} is not a complete folder of vectors: it has no {MANIFEST_NAME} "
             "(the run writing it was interrupted or is still running; resume it "
             "with --resume)"
@@ -182,15 +183,13 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
         n_dimensions = int(manifest["shape"][1])
         entries = [(entry["key"], int(entry["n_rows"])) for entry in manifest["shards"]]
     except (KeyError, TypeError, IndexError, ValueError):
-        raise ValueError(
-            f"{manifest_path} is not a manifest of vector shards"
-        ) from None
+        raise VladError(f"{manifest_path} is not a manifest of vector shards") from None
     blocks, names = [], []
     for index, (key, n_rows) in enumerate(entries):
         vectors_name, record_name = shard_names(index, str(key))
         record = read_json_object(folder / record_name)
         if record.get("key") != key:
-            raise ValueError(
+            raise VladError(
                 f"{folder / record_name} belongs to another run than {manifest_path} "
                 "(the folder is being replaced, or was altered)"
             )
@@ -203,7 +202,7 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
             or vectors.dtype != np.float32
             or len(shard_names_) != n_rows
         ):
-            raise ValueError(
+            raise VladError(
                 f"{folder / vectors_name} is not the shard {manifest_path} names: "
                 f"expected {n_rows} names and float32 vectors of shape {expected}"
             )
@@ -263,7 +262,7 @@ class ShardWriter:
             if entry.name != MANIFEST_NAME and not _SHARD_FILE.fullmatch(entry.name)
         )
         if others:
-            raise ValueError(
+            raise VladError(
                 f"{self.folder} is not a folder of {kind} shards: it holds "
                 f"{others[0]!r}; give a new folder"
             )
@@ -411,9 +410,9 @@ def read_json_object(path: str | os.PathLike, kind: str = "vectors") -> dict:
     try:
         record = json.loads(path.read_bytes())
     except FileNotFoundError:
-        raise ValueError(f"{path} is missing from its folder of {kind}") from None
+        raise VladError(f"{path} is missing from its folder of {kind}") from None
     except (ValueError, RecursionError) as error:
-        raise ValueError(f"{path} is not readable JSON ({error})") from None
+        raise VladError(f"{path} is not readable JSON ({error})") from None
     if not isinstance(record, dict):
-        raise ValueError(f"{path} holds a JSON {type(record).__name__}, not an object")
+        raise VladError(f"{path} holds a JSON {type(record).__name__}, not an object")
     return record

@@ -24,6 +24,7 @@ import numpy as np
 
 from vlad.core.finite import largest_magnitude
 from vlad.core.validation import all_finite
+from vlad.errors import VladError
 from vlad.formats.files import atomic_writes, read_numpy_file
 from vlad.formats.hloc import is_hdf5_path, read_global_features
 from vlad.formats.names import names_from_lines, names_to_lines
@@ -55,7 +56,7 @@ def vector_file_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
     """
     path = Path(path)
     if path.suffix.lower() != ".npy":
-        raise ValueError(f"a vectors file must end in .npy; got {str(path)!r}")
+        raise VladError(f"a vectors file must end in .npy; got {str(path)!r}")
     return path, path.with_suffix(NAMES_SUFFIX), path.with_suffix(RECORD_SUFFIX)
 
 
@@ -108,13 +109,13 @@ def save_vectors(
     if vectors.dtype.kind not in "fiub":
         raise TypeError(f"vectors must hold real numbers; got dtype {vectors.dtype}")
     if vectors.ndim != 2 or vectors.shape[0] != len(names):
-        raise ValueError(
+        raise VladError(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
             f"got shape {vectors.shape}"
         )
     names_text = names_to_lines(names)
     if not all_finite(vectors) or largest_magnitude(vectors) > _FLOAT32_MAX:
-        raise ValueError(
+        raise VladError(
             "vectors must be finite and within float32's range: vectors files hold "
             "float32 values, never NaN or infinite ones"
         )
@@ -179,12 +180,12 @@ def load_vectors(
     vectors_path, names_path, record_path = vector_file_paths(path)
     vectors = read_numpy_file(vectors_path, "vectors file", mmap=mmap)
     if not isinstance(vectors, np.ndarray):
-        raise ValueError(
+        raise VladError(
             f"{vectors_path} is not a vectors file: it is an .npz archive, not an "
             ".npy array"
         )
     if vectors.ndim != 2:
-        raise ValueError(
+        raise VladError(
             f"{vectors_path} is not a vectors file: it holds an array of shape "
             f"{vectors.shape}, not (n_images, n_dimensions)"
         )
@@ -194,7 +195,7 @@ def load_vectors(
         names_text = names_path.read_bytes()
         names = names_from_lines(names_text)
         if len(names) != vectors.shape[0]:
-            raise ValueError(
+            raise VladError(
                 f"{names_path} holds {len(names)} names for {vectors.shape[0]} vectors"
             )
     record = None
@@ -202,9 +203,9 @@ def load_vectors(
         try:
             record = json.loads(record_path.read_text())
         except (ValueError, RecursionError) as error:  # UnicodeDecodeError too
-            raise ValueError(f"{record_path} is not readable JSON ({error})") from None
+            raise VladError(f"{record_path} is not readable JSON ({error})") from None
         if not isinstance(record, dict):
-            raise ValueError(
+            raise VladError(
                 f"{record_path} is not a vectors record: it holds a JSON "
                 f"{type(record).__name__}, not an object"
             )
@@ -250,7 +251,7 @@ def _check_record(
         ):
             claims.append("another checksum of the names")
     if claims:
-        raise ValueError(
+        raise VladError(
             f"{path} does not describe the vectors beside it: it records "
             f"{' and '.join(claims)} for {n_images} x {n_dimensions} vectors "
             "(files of two runs, or changed since); write them again"

@@ -67,7 +67,7 @@ def load_extractor(spec: str) -> Callable:
     """
     module_name, _, attribute = str(spec).partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"extractor must be 'package.module:function'; got {spec!r}")
+        raise VladError(f"extractor must be 'package.module:function'; got {spec!r}")
     try:
         module = importlib.import_module(module_name)
     except Exception as error:  # any error of the user's module, as one line
@@ -83,7 +83,7 @@ def load_extractor(spec: str) -> Callable:
                 f"{attribute!r}"
             )
     if not callable(function):
-        raise ValueError(
+        raise VladError(
             f"extractor {spec!r} must be callable; got a {type(function).__name__}"
         )
     return function
@@ -122,7 +122,7 @@ class CallableExtractor:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"max_pixels must be an integer >= 0; got {value!r}")
         if value < 0:
-            raise ValueError(f"max_pixels must be an integer >= 0; got {value!r}")
+            raise VladError(f"max_pixels must be an integer >= 0; got {value!r}")
 
     @property
     def name(self) -> str:
@@ -192,12 +192,12 @@ class CallableExtractor:
                 "a floating-point array of shape (L, F)"
             )
         if array.ndim != 2 or array.shape[1] == 0:
-            raise ValueError(
+            raise VladError(
                 f"the extractor {self.name} returned shape {array.shape} for "
                 f"{name}; expected (L, F) with F >= 1"
             )
         if not np.isfinite(array).all():
-            raise ValueError(
+            raise VladError(
                 f"the extractor {self.name} returned NaN or infinite values for {name}"
             )
         return np.ascontiguousarray(array, dtype=np.float32)

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = ["DETECTORS", "Detector", "detector", "unpack_bits"]
 
 
@@ -109,7 +111,7 @@ def detector(name: str) -> Detector:
     try:
         return DETECTORS[name]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise VladError(
             f"Unknown features {name!r}; expected one of {sorted(DETECTORS)}"
         ) from None
 

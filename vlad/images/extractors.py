@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from vlad.core.codebook import Codebook
 from vlad.core.validation import check_n_features
+from vlad.errors import VladError
 from vlad.formats.hloc import HLOC_EXTRACTOR
 from vlad.images.callables import EXTRACTOR_PREFIX, CallableExtractor, load_extractor
 from vlad.images.files import ImageReadError
@@ -61,7 +62,7 @@ def resolve_extractor(
         extractor = load_extractor(extractor)
     others = sorted(set(given) - {"max_pixels"})
     if others:
-        raise ValueError(
+        raise VladError(
             f"descriptor options ({', '.join(others)}) apply to OpenCV's features, "
             "not to a callable extractor; give one or the other"
         )
@@ -80,7 +81,7 @@ def checked_widths(
             if n_features is None:
                 n_features, whose = width, f"those of {image.name}"
             elif width != n_features:
-                raise ValueError(
+                raise VladError(
                     f"{kind} of {image.name} have {width} values each, but "
                     f"{whose} have {n_features}; every image's descriptors must "
                     "have the same width"
@@ -112,7 +113,7 @@ def _descriptor_record(codebook: Codebook) -> Mapping:
     """The codebook's record of its descriptors ({} when it has none)."""
     record = codebook.metadata.get("descriptor") or {}
     if not isinstance(record, Mapping):
-        raise ValueError(
+        raise VladError(
             f"the codebook's descriptor record is a {type(record).__name__}, not "
             "a mapping"
         )
@@ -125,7 +126,7 @@ def _sift_options_of(record, whose: str) -> SiftOptions | None:
     try:
         return SiftOptions.from_record(record)
     except ValueError as error:
-        raise ValueError(f"{whose} holds {error}") from None
+        raise VladError(f"{whose} holds {error}") from None
 
 
 def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook):
@@ -145,7 +146,7 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
             if extractors[0] == HLOC_EXTRACTOR
             else ""
         )
-        raise ValueError(
+        raise VladError(
             f"the codebook was fitted on {extractors[0]!r} descriptors but these "
             f"are {extractors[1]!r} descriptors; make them with the codebook's "
             f"extractor{callable_hint} or fit a codebook on descriptors of this "
@@ -164,7 +165,7 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
         tilts = ""
         if options.affine_tilts or recorded.affine_tilts:
             tilts = f", affine_tilts={recorded.affine_tilts}"
-        raise ValueError(
+        raise VladError(
             f"the codebook was fitted on {recorded.kind} but these descriptors are "
             f"{options.kind}; make them as the codebook's were "
             f"(root_sift={recorded.root_sift}, dense={recorded.dense}{tilts}) or fit "

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from vlad.errors import VladError
 from vlad.images.decoder_messages import CORRUPT_DATA, decode_with_messages
 from vlad.images.headers import ImageHeader, read_header, truncated_format
 from vlad.images.pixels import grey_pixels, rgb_pixels
@@ -128,7 +129,7 @@ def find_images(
         logger.warning("skipped %s: %s", name, reason)
     if not images:
         name, reason = next(iter(problems.items()))
-        raise ValueError(f"no images could be listed (such as {name}: {reason})")
+        raise VladError(f"no images could be listed (such as {name}: {reason})")
     return images
 
 
@@ -164,7 +165,7 @@ def walk_images(
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     if len(inputs) == 0:
-        raise ValueError("inputs must name at least one folder or image file; got none")
+        raise VladError("inputs must name at least one folder or image file; got none")
     images: list[ImageFile] = []
     problems: dict[str, str] = {}
     seen: set = set()
@@ -174,7 +175,7 @@ def walk_images(
             found, missed = _images_under(root)
         elif root.is_file() or root.is_symlink():
             if not is_image_path(root):
-                raise ValueError(
+                raise VladError(
                     f"{root} is not an image file; expected one ending in "
                     f"{', '.join(IMAGE_EXTENSIONS)}"
                 )
@@ -198,7 +199,7 @@ def walk_images(
                 images.append(ImageFile(path, name))
     if not images and not problems:
         shown = ", ".join(str(given) for given in inputs)
-        raise ValueError(
+        raise VladError(
             f"no images in {shown}: expected files ending in "
             f"{', '.join(IMAGE_EXTENSIONS)} (any case)"
         )
@@ -361,11 +362,11 @@ def read_image_reduced(
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)):
         raise TypeError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
     if max_pixels < 0:
-        raise ValueError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+        raise VladError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
     if isinstance(min_side, bool) or not isinstance(min_side, (int, np.integer)):
         raise TypeError(f"min_side must be an integer >= 0; got {min_side!r}")
     if min_side < 0:
-        raise ValueError(f"min_side must be an integer >= 0; got {min_side!r}")
+        raise VladError(f"min_side must be an integer >= 0; got {min_side!r}")
     encoded = _read_file(path, max_pixels)
     truncated = truncated_format(encoded)
     if truncated:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from vlad.errors import VladError
+
 __all__ = ["FORMATS", "ImageHeader", "read_header", "truncated_format"]
 
 #: The formats whose headers :func:`read_header` reads.
@@ -79,11 +81,11 @@ def read_header(encoded: bytes) -> ImageHeader:
     except IndexError:  # a field past the end of the bytes
         header = None
     if header is None:
-        raise ValueError(
+        raise VladError(
             f"not an image: not a {', '.join(FORMATS[:-1])} or {FORMATS[-1]} file"
         )
     if header.width < 1 or header.height < 1:
-        raise ValueError(
+        raise VladError(
             f"a {header.format} header without a size "
             f"({header.width} x {header.height} pixels)"
         )

@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = [
     "BACKGROUND",
     "as_grey_image",
@@ -144,12 +146,12 @@ def _checked_uint8(image) -> np.ndarray:
     if array.ndim == 3 and array.shape[2] == 1:
         array = array[:, :, 0]
     if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[2] not in (3, 4)):
-        raise ValueError(
+        raise VladError(
             "image must have shape (height, width) or (height, width, 3 or 4); "
             f"got shape {array.shape}"
         )
     if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(f"image must have at least one pixel; got shape {array.shape}")
+        raise VladError(f"image must have at least one pixel; got shape {array.shape}")
     if array.dtype == np.uint16:
         array = (array // 257).astype(np.uint8)
     elif array.dtype == np.bool_:
@@ -157,7 +159,7 @@ def _checked_uint8(image) -> np.ndarray:
     elif array.dtype.kind == "f":
         low, high = np.min(array), np.max(array)
         if not (low >= 0.0 and high <= 1.0):
-            raise ValueError(
+            raise VladError(
                 "a floating-point image must hold values in [0, 1]; "
                 f"got values from {low} to {high}"
             )

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from vlad.core.parameters import Parameter
+from vlad.errors import VladError
 from vlad.images.detectors import DETECTORS, detector, unpack_bits
 from vlad.images.files import MAX_PIXELS
 from vlad.images.pixels import as_grey_image
@@ -205,11 +206,11 @@ class SiftOptions:
             object.__setattr__(self, "root_sift", self.features == "sift")
         if self.features != "sift" and (self.root_sift or self.dense):
             option = "root_sift" if self.root_sift else "dense"
-            raise ValueError(
+            raise VladError(
                 f"{option}=True applies to SIFT only; got features={self.features!r}"
             )
         if self.dense and self.affine_tilts:
-            raise ValueError(
+            raise VladError(
                 "affine_tilts applies to detected keypoints, not to a dense grid; "
                 f"got affine_tilts={self.affine_tilts} with dense=True"
             )
@@ -274,7 +275,7 @@ class SiftOptions:
         try:
             return cls(**options)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"a descriptor record with bad options: {error}") from None
+            raise VladError(f"a descriptor record with bad options: {error}") from None
 
 
 def extract_sift(
@@ -394,7 +395,7 @@ def extract_keypoints_with_options(
     import cv2
 
     if options.max_pixels and image.size > options.max_pixels:
-        raise ValueError(
+        raise VladError(
             f"image of {image.shape[1]} x {image.shape[0]} pixels is more than "
             f"max_pixels={options.max_pixels}"
         )
@@ -485,12 +486,12 @@ def root_sift(descriptors) -> np.ndarray:
     """
     array = np.array(descriptors, dtype=np.float32, ndmin=2)
     if array.ndim != 2:
-        raise ValueError(
+        raise VladError(
             "descriptors must be a 2-D array of shape (n_descriptors, n_features); "
             f"got shape {array.shape}"
         )
     if array.size and not array.min() >= 0.0:
-        raise ValueError(
+        raise VladError(
             "descriptors must be non-negative and finite; "
             f"got a minimum of {array.min()}"
         )

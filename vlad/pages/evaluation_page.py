@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.evaluation.curves import RECALL_LEVELS, mean_interpolated_precision
 from vlad.evaluation.ground_truth import ground_truth_from_mapping
 from vlad.evaluation.scoring import Evaluation, QueryEvaluation
@@ -96,7 +97,7 @@ def write_evaluation_page(
         )
     for value, name in ((n_worst, "n_worst"), (n_hits, "n_hits")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+            raise VladError(f"{name} must be an int >= 1; got {value!r}")
     require_pillow()
     truth = ground_truth_from_mapping(ground_truth, "ground_truth")
     worst = _worst(evaluation, n_worst)

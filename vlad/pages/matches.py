@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.validation import as_float_matrix, check_positive_int
+from vlad.errors import VladError
 from vlad.formats.files import atomic_write
 from vlad.images.describe import describe_image_with_keypoints
 from vlad.images.files import ImageReadError
@@ -118,7 +119,7 @@ def draw_matches(
     query_points = as_float_matrix(query_points, "query_points", dtype=np.float64)
     points = as_float_matrix(points, "points", dtype=np.float64)
     if query_points.shape != points.shape or query_points.shape[1] != 2:
-        raise ValueError(
+        raise VladError(
             "query_points and points must both have shape (n_pairs, 2); got "
             f"{query_points.shape} and {points.shape}"
         )
@@ -172,7 +173,7 @@ def _write_caption(canvas: np.ndarray, caption: str, scale: float) -> None:
 def _bgr(image: np.ndarray) -> np.ndarray:
     image = np.asarray(image)
     if image.dtype != np.uint8 or image.ndim not in (2, 3):
-        raise ValueError(
+        raise VladError(
             "images must be uint8 arrays of shape (height, width) or (height, "
             f"width, 3); got {image.dtype} of shape {image.shape}"
         )
@@ -197,13 +198,13 @@ def encode_picture(picture: np.ndarray, suffix: str, quality: int = 90) -> bytes
 
     suffix = suffix.lower()
     if suffix not in MATCHES_SUFFIXES:
-        raise ValueError(
+        raise VladError(
             f"a picture is written as {', '.join(MATCHES_SUFFIXES)}; got {suffix!r}"
         )
     parameters = [] if suffix == ".png" else [cv2.IMWRITE_JPEG_QUALITY, quality]
     written, encoded = cv2.imencode(suffix, picture, parameters)
     if not written:
-        raise ValueError(f"OpenCV could not encode the picture as {suffix}")
+        raise VladError(f"OpenCV could not encode the picture as {suffix}")
     return encoded.tobytes()
 
 
@@ -262,7 +263,7 @@ def write_matches_picture(
     """
     output = Path(output)
     if output.suffix.lower() not in MATCHES_SUFFIXES:
-        raise ValueError(
+        raise VladError(
             f"output must end in {', '.join(MATCHES_SUFFIXES)}; got {str(output)!r}"
         )
     if isinstance(descriptor_options, dict):

@@ -22,6 +22,7 @@ import numpy as np
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.evaluation.ground_truth import (
     QueryTruth,
     ground_truth_from_mapping,
@@ -245,7 +246,7 @@ def _check_limit(limit: int | None) -> int | None:
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
         raise TypeError(f"limit must be None or an int >= 1; got {limit!r}")
     if limit < 1:
-        raise ValueError(f"limit must be None or an int >= 1; got {limit!r}")
+        raise VladError(f"limit must be None or an int >= 1; got {limit!r}")
     return int(limit)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core.pool import Progress, map_in_order
+from vlad.errors import VladError
 from vlad.images.files import find_images
 from vlad.pages.html import escape, url
 
@@ -150,7 +151,7 @@ def check_page_path(page: str | os.PathLike) -> Path:
     if not page.parent.is_dir():
         raise FileNotFoundError(f"no such folder: {page.parent} (for the page {page})")
     if page.is_dir():
-        raise ValueError(f"{page} is a folder; a page is written to a file")
+        raise VladError(f"{page} is a folder; a page is written to a file")
     return page
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from vlad.core.pool import Progress, map_in_order
+from vlad.errors import VladError
 from vlad.images.describe import describe_image_with_keypoints
 from vlad.images.extractors import Extractor, checked_widths
 from vlad.images.files import ImageFile, ImageReadError, walk_images
@@ -104,7 +105,7 @@ def check_any_read(report: BatchReport, inputs: PathOrPaths) -> None:
     if not report.names:
         shown = ", ".join(str(path) for path in path_list(inputs))
         name, reason = next(iter(report.skipped.items()), ("", "none found"))
-        raise ValueError(
+        raise VladError(
             f"none of the {report.n_found} images in {shown} could be read "
             f"(such as {name}: {reason})"
         )

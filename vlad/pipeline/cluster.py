@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from vlad.core.codebook import Codebook
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.formats.shards import write_shard
 from vlad.images.files import ImageFile
 
@@ -105,7 +106,7 @@ def dask_client(
     distributed = require_distributed()
     if scheduler is not None:
         if n_workers is not None:
-            raise ValueError(
+            raise VladError(
                 f"n_workers sets the workers of a local cluster; got {n_workers!r} "
                 f"with the scheduler {scheduler!r}, whose cluster has its own"
             )
@@ -267,7 +268,7 @@ def worker_codebook(path: str, fingerprint: str) -> Codebook:
         return cached
     codebook = Codebook.load(path)
     if codebook.fingerprint != fingerprint:
-        raise ValueError(
+        raise VladError(
             f"codebook: {path} holds the codebook {codebook.fingerprint} on this "
             f"worker, not {fingerprint}; give every worker the same file"
         )

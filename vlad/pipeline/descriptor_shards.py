@@ -25,6 +25,7 @@ import numpy as np
 from vlad._version import __version__
 from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.formats.descriptor_shards import (
     KEYPOINTS_ARRAY,
     ShardedDescriptorSets,
@@ -112,12 +113,12 @@ def extract_images_to_folder(
     if isinstance(shard_images, bool) or not isinstance(shard_images, int):
         raise TypeError(f"shard_images must be an int; got {shard_images!r}")
     if shard_images < 1:
-        raise ValueError(f"shard_images must be at least 1; got {shard_images}")
+        raise VladError(f"shard_images must be at least 1; got {shard_images}")
     if client is not None:
         require_client(client)
     options = resolve_extractor(descriptor_options, extractor)
     if options.n_features is None:
-        raise ValueError(
+        raise VladError(
             "extractor: a folder of descriptor shards holds keypoints, which a "
             "callable extractor does not give; extract to an .npz file instead"
         )

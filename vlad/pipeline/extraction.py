@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.formats.descriptor_files import descriptor_file_in, read_descriptor_file
 from vlad.images.extractors import resolve_extractor
 from vlad.pipeline.batch import (
@@ -149,7 +150,7 @@ def read_descriptor_sets(
     if extractor is not None:
         descriptor_options = {"extractor": extractor, **(descriptor_options or {})}
     if descriptor_options:
-        raise ValueError(
+        raise VladError(
             f"descriptor options ({', '.join(sorted(descriptor_options))}) apply to "
             f"images, not to the descriptors already in {descriptor_file}"
         )

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator, Sequence
 
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.images.extractors import Extractor
 from vlad.images.files import ImageFile
 from vlad.pipeline.batch import BatchReport, PathOrPaths, extract_in_order, path_list
@@ -57,7 +58,7 @@ class ImageShardKind(ShardKind):
         n_images = [len(shard["names"]) for shard in run.shards]
         if not sum(n_images):
             shown = ", ".join(str(path) for path in path_list(self.inputs))
-            raise ValueError(
+            raise VladError(
                 f"none of the {run.n_items} images in {shown} could be read"
             )
         skipped = [

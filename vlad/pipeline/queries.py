@@ -17,6 +17,7 @@ from vlad.core.descriptors import DescriptorSets
 from vlad.core.encoding import encode
 from vlad.core.options import EncodingOptions
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.hloc import hloc_file_kind, is_hdf5_path
 from vlad.formats.shards import MANIFEST_NAME
@@ -116,7 +117,7 @@ def read_queries(
     if len(paths) == 1 and _holds_vectors(Path(paths[0])):
         return _vectors_file_queries(Path(paths[0]), index, keep_descriptors)
     if codebook is None:
-        raise ValueError(
+        raise VladError(
             "queries given as images or descriptors need the codebook the index's "
             "vectors were made with"
         )
@@ -155,7 +156,7 @@ def _vectors_file_queries(
     path: Path, index: VectorIndex, keep_descriptors: bool
 ) -> Queries:
     if keep_descriptors:
-        raise ValueError(
+        raise VladError(
             f"{path} holds vectors only; spatial verification needs the queries' "
             "descriptors: give their images or descriptors file instead"
         )
@@ -177,7 +178,7 @@ def _check_fingerprint(fingerprint: str, source: dict, mismatch: str) -> None:
     their vectors would have the right length and mean nothing."""
     expected = (source.get("codebook") or {}).get("fingerprint")
     if expected is not None and fingerprint != expected:
-        raise ValueError(
+        raise VladError(
             f"{mismatch}, but the index's vectors were made with codebook {expected}"
         )
 

@@ -22,6 +22,7 @@ from vlad.core.codebook import Codebook
 from vlad.core.options import EncodingOptions
 from vlad.core.parallel import resolve_n_jobs
 from vlad.core.pool import Progress
+from vlad.errors import VladError
 from vlad.formats.descriptor_files import descriptor_file_in
 from vlad.formats.shards import ShardedVectors
 from vlad.images.extractors import check_same_kind, extractor_for_codebook
@@ -55,7 +56,7 @@ def check_shard_images(shard_images: int, name: str = "shard_images") -> None:
     if shard_images < 1 or (
         shard_images > ENCODE_CHUNK_IMAGES and shard_images % ENCODE_CHUNK_IMAGES
     ):
-        raise ValueError(
+        raise VladError(
             f"{name} must be at least 1, and a multiple of "
             f"{ENCODE_CHUNK_IMAGES} above it; got {shard_images}"
         )
@@ -144,7 +145,7 @@ def encode_images_to_folder(
         codebook = Codebook.load(codebook)
     if descriptor_file_in(inputs) is not None:
         if client is not None:
-            raise ValueError(
+            raise VladError(
                 "client: a Dask cluster encodes images; a descriptors file is "
                 "read whole, so encode it without a client"
             )

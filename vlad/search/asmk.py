@@ -19,6 +19,7 @@ import numpy as np
 from vlad.core.codebook import Codebook
 from vlad.core.descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core.validation import check_finite, check_positive_int
+from vlad.errors import VladError
 from vlad.images.extractors import check_same_kind
 from vlad.images.sift import SiftOptions
 from vlad.search.asmk_kernel import (
@@ -388,7 +389,7 @@ class ASMKIndex:
 
     def _checked_sets(self, sets: DescriptorSets, what: str) -> DescriptorSets:
         if sets.n_features != self.n_features:
-            raise ValueError(
+            raise VladError(
                 f"{what} have {sets.n_features} values each; the index's "
                 f"descriptors have {self.n_features}"
             )
@@ -458,7 +459,7 @@ def build_asmk_index(
     if not isinstance(codebook, Codebook):
         raise TypeError(f"codebook must be a Codebook; got {type(codebook).__name__}")
     if codebook.n_vocabularies > 1 or codebook.metric != "euclidean":
-        raise ValueError(
+        raise VladError(
             "ASMK takes a codebook of one Euclidean vocabulary; got "
             f"{codebook.n_vocabularies} vocabularies, metric {codebook.metric!r}"
         )
@@ -494,13 +495,13 @@ def check_same_descriptors(expected: Mapping | None, given: Mapping | None, what
     expected, given = expected or {}, given or {}
     extractors = expected.get("extractor"), given.get("extractor")
     if None not in extractors and extractors[0] != extractors[1]:
-        raise ValueError(
+        raise VladError(
             f"the index holds {extractors[0]!r} descriptors but {what} are "
             f"{extractors[1]!r} descriptors; describe them as the index's were"
         )
     ours, theirs = SiftOptions.from_record(expected), SiftOptions.from_record(given)
     if ours is not None and theirs is not None and ours.kind != theirs.kind:
-        raise ValueError(
+        raise VladError(
             f"the index holds {ours.kind} but {what} are {theirs.kind}; describe "
             f"them as the index's were (root_sift={ours.root_sift}, "
             f"dense={ours.dense})"
@@ -552,7 +553,7 @@ def _checked_names(names, count: int, first: int) -> list[str]:
         raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
     names = [str(name) for name in names]
     if len(names) != count:
-        raise ValueError(f"{len(names)} names for {count} images")
+        raise VladError(f"{len(names)} names for {count} images")
     return names
 
 

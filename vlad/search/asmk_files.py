@@ -16,6 +16,7 @@ import numpy as np
 
 from vlad._version import __version__
 from vlad.core.codebook import Codebook
+from vlad.errors import VladError
 from vlad.formats.files import check_format_version, read_numpy_file
 from vlad.formats.folders import replace_folder
 from vlad.search.asmk import ASMKIndex
@@ -82,11 +83,11 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
     folder = Path(path)
     if not folder.is_dir():
         if folder.exists():
-            raise ValueError(f"{folder} is not a vlad ASMK index: it is not a folder")
+            raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
         raise FileNotFoundError(f"no such index folder: {folder}")
     record = _read_json(folder, "index.json", dict)
     if record.get("format") != FORMAT:
-        raise ValueError(
+        raise VladError(
             f"{folder} is not a vlad ASMK index: index.json does not say so"
         )
     check_format_version(folder, record, FORMAT, FORMAT_VERSION)
@@ -102,7 +103,7 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
             record.get("alpha"), record.get("threshold")
         )
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{folder} is a damaged vlad ASMK index: {error}") from None
+        raise VladError(f"{folder} is a damaged vlad ASMK index: {error}") from None
     offsets, images, codes = (arrays[name] for name in _ARRAYS)
     consistent = (
         isinstance(binary, bool)
@@ -121,7 +122,7 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         and codes.shape == (images.shape[0], code_width(codebook.n_features, binary))
     )
     if not consistent:
-        raise ValueError(f"{folder} is a damaged vlad ASMK index: its files disagree")
+        raise VladError(f"{folder} is a damaged vlad ASMK index: its files disagree")
     source = record.get("source")
     return ASMKIndex(
         codebook,

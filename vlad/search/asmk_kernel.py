@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse
 
 from vlad.core.nearest import nearest_valid
+from vlad.errors import VladError
 
 __all__ = [
     "aggregate_residuals",
@@ -244,9 +245,9 @@ def check_kernel_parameters(alpha, threshold) -> tuple[float, float]:
             raise TypeError(f"{name} must be a number; got {value!r}")
         values.append(float(value))
     if not (values[0] > 0 and np.isfinite(values[0])):
-        raise ValueError(f"alpha must be positive and finite; got {alpha!r}")
+        raise VladError(f"alpha must be positive and finite; got {alpha!r}")
     if not -1.0 <= values[1] < 1.0:
-        raise ValueError(f"threshold must be in [-1, 1); got {threshold!r}")
+        raise VladError(f"threshold must be in [-1, 1); got {threshold!r}")
     return values[0], values[1]
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
+from vlad.errors import VladError
 from vlad.formats.files import read_numpy_file
 
 __all__ = [
@@ -84,7 +85,7 @@ def search_exact(
     queries = as_float_matrix(queries, "queries", dtype=np.float32)
     database = as_float_matrix(database, "database", dtype=np.float32)
     if queries.shape[1] != database.shape[1]:
-        raise ValueError(
+        raise VladError(
             f"queries have {queries.shape[1]} dimensions but the database has "
             f"{database.shape[1]}"
         )
@@ -275,9 +276,9 @@ class ExactStore:
         _refuse_parameters(parameters)
         vectors = read_numpy_file(path, "vlad index vectors file", mmap=mmap)
         if not isinstance(vectors, np.ndarray) or vectors.ndim != 2:
-            raise ValueError(f"{path} is not a vlad index vectors file")
+            raise VladError(f"{path} is not a vlad index vectors file")
         if vectors.dtype != np.float32:
-            raise ValueError(
+            raise VladError(
                 f"{path} is a damaged vlad index vectors file: dtype {vectors.dtype}"
             )
         return cls(vectors)
@@ -286,7 +287,7 @@ class ExactStore:
 def _refuse_parameters(parameters: str | None) -> None:
     """faiss search parameters given for exact search would be silently moot."""
     if parameters:
-        raise ValueError(
+        raise VladError(
             f"parameters={parameters!r} tune a faiss index, and this index searches "
             "exactly: build it with a factory string to use them"
         )

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = [
     "QueryExpansion",
     "augment_database",
@@ -52,7 +54,7 @@ class QueryExpansion:
             or not isinstance(self.neighbours, (int, np.integer))
             or self.neighbours < 1
         ):
-            raise ValueError(
+            raise VladError(
                 f"neighbours must be a positive integer; got {self.neighbours!r}"
             )
         if (
@@ -60,7 +62,7 @@ class QueryExpansion:
             or not isinstance(self.alpha, (int, float))
             or not 0 <= self.alpha < float("inf")
         ):
-            raise ValueError(f"alpha must be a finite number >= 0; got {self.alpha!r}")
+            raise VladError(f"alpha must be a finite number >= 0; got {self.alpha!r}")
 
     def record(self) -> dict:
         """JSON description."""

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = ["FaissStore", "require_faiss"]
 
 logger = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ def _faiss_error(error: Exception, action: str) -> ValueError:
         (line.split("Error: ", 1)[-1] for line in lines if "Error" in line),
         lines[-1] if lines else type(error).__name__,
     )
-    return ValueError(f"faiss could not {action}: {message.strip()}")
+    return VladError(f"faiss could not {action}: {message.strip()}")
 
 
 def _training_error(error: Exception, factory: str, n_vectors: int) -> ValueError:
@@ -72,7 +74,7 @@ def _training_error(error: Exception, factory: str, n_vectors: int) -> ValueErro
     lists = re.search(r"IVF(\d+)", factory)
     if too_few and lists and int(too_few[2]) == int(lists[1]):
         message += f"; {_lists_that_fit(n_vectors)}, IVF{n_vectors} at most"
-    return ValueError(message)
+    return VladError(message)
 
 
 def _code_bytes(faiss, index) -> int | None:
@@ -192,7 +194,7 @@ class FaissStore:
         """
         faiss = require_faiss()
         if not isinstance(factory, str) or not factory.strip():
-            raise ValueError(
+            raise VladError(
                 f"factory must be a faiss index_factory string; got {factory!r}"
             )
         dimension = vectors.shape[1]
@@ -286,7 +288,7 @@ class FaissStore:
         except RuntimeError as error:
             raise _faiss_error(error, f"read {path}") from None
         if index.metric_type != faiss.METRIC_INNER_PRODUCT:
-            raise ValueError(
+            raise VladError(
                 f"{path} is not a vlad index: its metric is not inner product"
             )
         return cls(index, factory, parameters)

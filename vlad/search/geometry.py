@@ -24,6 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vlad.errors import VladError
+
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "EPIPOLAR_THRESHOLD",
@@ -177,7 +179,7 @@ def _resolve_model(model: str):
     try:
         return GEOMETRIC_MODELS[model]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise VladError(
             f"Unknown model {model!r}; expected one of {sorted(GEOMETRIC_MODELS)}"
         ) from None
 
@@ -193,7 +195,7 @@ def _check_threshold(threshold: float | None, model: str) -> float:
             f"got {threshold!r}"
         )
     if not (threshold > 0.0 and math.isfinite(threshold)):
-        raise ValueError(
+        raise VladError(
             f"reprojection_threshold must be a positive number of pixels; "
             f"got {threshold!r}"
         )

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from vlad._version import __version__
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
+from vlad.errors import VladError
 from vlad.formats.files import check_format_version, read_numpy_file
 from vlad.formats.folders import replace_folder
 from vlad.search.exact import ExactStore
@@ -128,7 +129,7 @@ class VectorIndex:
         names = _checked_names(names, vectors.shape[0], "vectors")
         n_features = vectors.shape[1]
         if whitening is not None and whitening.n_features != n_features:
-            raise ValueError(
+            raise VladError(
                 f"the whitening takes {whitening.n_features} dimensions; the "
                 f"vectors have {n_features}"
             )
@@ -422,11 +423,11 @@ def load_index(
     folder = Path(path)
     if not folder.is_dir():
         if folder.exists():
-            raise ValueError(f"{folder} is not a vlad index: it is not a folder")
+            raise VladError(f"{folder} is not a vlad index: it is not a folder")
         raise FileNotFoundError(f"no such index folder: {folder}")
     record = read_folder_json(folder, "index.json", dict, "vlad index")
     if record.get("format") != FORMAT:
-        raise ValueError(f"{folder} is not a vlad index: index.json does not say so")
+        raise VladError(f"{folder} is not a vlad index: index.json does not say so")
     check_format_version(folder, record, FORMAT, FORMAT_VERSION)
     names = read_folder_json(folder, "names.json", list, "vlad index")
     factory = record.get("factory")
@@ -460,7 +461,7 @@ def load_index(
         == (n_features if whitening is None else whitening.n_components)
     )
     if not consistent:
-        raise ValueError(f"{folder} is a damaged vlad index: its files disagree")
+        raise VladError(f"{folder} is a damaged vlad index: its files disagree")
     source = record.get("source")
     return VectorIndex(
         store,
@@ -484,7 +485,7 @@ def _augmentation(folder: Path, recorded) -> QueryExpansion | None:
     try:
         return QueryExpansion(recorded["neighbours"], recorded["alpha"])
     except (KeyError, TypeError, ValueError):
-        raise ValueError(
+        raise VladError(
             f"{folder} is a damaged vlad index: augmentation={recorded!r}"
         ) from None
 
@@ -492,7 +493,7 @@ def _augmentation(folder: Path, recorded) -> QueryExpansion | None:
 def _checked_vectors(values, name: str, n_features: int | None) -> np.ndarray:
     vectors = as_float_matrix(values, name, dtype=np.float32)
     if n_features is not None and vectors.shape[1] != n_features:
-        raise ValueError(
+        raise VladError(
             f"{name} have {vectors.shape[1]} dimensions; the index takes {n_features}"
         )
     check_finite(vectors, name)
@@ -506,7 +507,7 @@ def _checked_names(names, count: int, what: str, first: int = 0) -> list[str]:
         raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
     names = [str(name) for name in names]
     if len(names) != count:
-        raise ValueError(f"{len(names)} names for {count} {what}")
+        raise VladError(f"{len(names)} names for {count} {what}")
     return names
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from vlad.errors import VladError
+
 __all__ = ["folder_member", "read_folder_json"]
 
 
@@ -19,7 +21,7 @@ def folder_member(folder: Path, name: str, kind: str) -> Path:
     """
     path = folder / name
     if not path.is_file():
-        raise ValueError(f"{folder} is a damaged {kind}: no {name}")
+        raise VladError(f"{folder} is a damaged {kind}: no {name}")
     return path
 
 
@@ -36,7 +38,7 @@ def read_folder_json(folder: Path, name: str, value_type: type, kind: str):
     try:
         value = json.loads(path.read_bytes())
     except (ValueError, RecursionError) as error:
-        raise ValueError(f"{path} is damaged: {error}") from None
+        raise VladError(f"{path} is damaged: {error}") from None
     if not isinstance(value, value_type):
-        raise ValueError(f"{path} is damaged: it holds a JSON {type(value).__name__}")
+        raise VladError(f"{path} is damaged: it holds a JSON {type(value).__name__}")
     return value

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.validation import as_float_matrix, check_finite
+from vlad.errors import VladError
 
 __all__ = ["LOWE_RATIO", "MATCHINGS", "match_descriptors", "matcher"]
 
@@ -103,7 +104,7 @@ def match_descriptors(
     )
     descriptors = as_float_matrix(descriptors, "descriptors", dtype=np.float32)
     if query_descriptors.shape[1] != descriptors.shape[1]:
-        raise ValueError(
+        raise VladError(
             f"query_descriptors have {query_descriptors.shape[1]} features but "
             f"descriptors have {descriptors.shape[1]}; they must match"
         )
@@ -255,7 +256,7 @@ def _resolve_matching(matching: str):
     try:
         return MATCHINGS[matching]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise VladError(
             f"Unknown matching {matching!r}; expected one of {sorted(MATCHINGS)}"
         ) from None
 
@@ -265,5 +266,5 @@ def _check_ratio(ratio: float) -> float:
     if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real):
         raise TypeError(f"ratio must be a number in (0, 1]; got {ratio!r}")
     if not 0.0 < ratio <= 1.0:
-        raise ValueError(f"ratio must be a number in (0, 1]; got {ratio!r}")
+        raise VladError(f"ratio must be a number in (0, 1]; got {ratio!r}")
     return float(ratio)

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from vlad.core.descriptors import DescriptorSets
+from vlad.errors import VladError
 from vlad.search.results import SearchResults
 from vlad.search.spatial import (
     DEFAULT_THRESHOLDS,
@@ -76,10 +77,10 @@ def rerank_spatially(
             reranked.append(result)
             continue
         if result.query not in query_rows:
-            raise ValueError(f"no descriptors of query {result.query!r} were given")
+            raise VladError(f"no descriptors of query {result.query!r} were given")
         missing = [name for name in result.names if name not in database_rows]
         if missing:
-            raise ValueError(
+            raise VladError(
                 f"{len(missing)} result images have no descriptors in the database "
                 f"descriptors, such as {missing[0]!r}; give the descriptors of the "
                 "images the index was built from"
@@ -130,7 +131,7 @@ def rerank_spatially(
 def _rows_by_name(sets: DescriptorSets, what: str) -> dict[str, int]:
     rows = {name: row for row, name in enumerate(sets.names)}
     if len(rows) != len(sets.names):
-        raise ValueError(f"the {what} name some image twice")
+        raise VladError(f"the {what} name some image twice")
     return rows
 
 

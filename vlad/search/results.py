@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.errors import VladError
 from vlad.formats.files import atomic_write, check_format_version
 
 __all__ = [
@@ -146,7 +147,7 @@ class SearchResults:
         elif suffix == ".txt":
             text = self._pairs_text()
         else:
-            raise ValueError(
+            raise VladError(
                 f"results are written as {', '.join(RESULT_SUFFIXES)}; "
                 f"got {str(path)!r}"
             )
@@ -172,12 +173,12 @@ class SearchResults:
         for result in self.queries:
             for name in (result.query, *result.names):
                 if not name or any(character.isspace() for character in name):
-                    raise ValueError(
+                    raise VladError(
                         f"a pairs file separates names by a space, and {name!r} "
                         "is empty or holds whitespace; write .json or .csv"
                     )
             if result.names and result.query.startswith("#"):
-                raise ValueError(
+                raise VladError(
                     f"a pairs line starting with '#' is a comment to COLMAP, and "
                     f"query {result.query!r} starts with one; write .json or .csv"
                 )
@@ -207,7 +208,7 @@ def _rankings_of(pairs) -> dict[str, list[str]]:
     rankings: dict[str, list[str]] = {}
     for query, names in pairs:
         if query in rankings:
-            raise ValueError(f"query {query!r} appears twice in the results")
+            raise VladError(f"query {query!r} appears twice in the results")
         rankings[query] = names
     return rankings
 
@@ -245,14 +246,14 @@ def read_rankings(path: str | os.PathLike) -> dict[str, list[str]]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in RESULT_SUFFIXES:
-        raise ValueError(
+        raise VladError(
             f"{path} is not a results file: expected a name ending in "
             f"{', '.join(RESULT_SUFFIXES)}"
         )
     try:
         text = path.read_bytes().decode(errors="surrogateescape")
     except IsADirectoryError:
-        raise ValueError(f"{path} is a folder, not a results file") from None
+        raise VladError(f"{path} is a folder, not a results file") from None
     if suffix == ".json":
         return _json_rankings(path, text)
     if suffix == ".csv":
@@ -265,9 +266,9 @@ def _json_rankings(path: Path, text: str) -> dict[str, list[str]]:
     try:
         document = json.loads(text)
     except ValueError as error:
-        raise ValueError(f"{path} is not a {noun}: {error}") from None
+        raise VladError(f"{path} is not a {noun}: {error}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a {noun}: it does not say format={FORMAT!r}")
+        raise VladError(f"{path} is not a {noun}: it does not say format={FORMAT!r}")
     check_format_version(path, document, noun, FORMAT_VERSION)
     queries = document.get("queries")
     try:
@@ -280,7 +281,7 @@ def _json_rankings(path: Path, text: str) -> dict[str, list[str]]:
                 if "score" in hit:
                     _check_score(hit["score"], path, entry["query"], rank)
     except (KeyError, TypeError) as error:
-        raise ValueError(f"{path} is a damaged {noun}: {error!r}") from None
+        raise VladError(f"{path} is a damaged {noun}: {error!r}") from None
     return rankings
 
 
@@ -300,7 +301,7 @@ def _check_score(
         or not isinstance(number, (int, float))
         or not math.isfinite(number)
     ):
-        raise ValueError(
+        raise VladError(
             f"{path}: the score of result {rank} of query {query!r} must be a "
             f"finite number; got {score!r}"
         )
@@ -317,11 +318,11 @@ def _csv_rankings(path: Path, text: str) -> dict[str, list[str]]:
     try:
         rows = list(reader)
     except csv.Error as error:
-        raise ValueError(
+        raise VladError(
             f"{path}, line {reader.line_num}: not CSV as vlad writes it ({error})"
         ) from None
     if not rows or rows[0] != ["query", "rank", "name", "score"]:
-        raise ValueError(
+        raise VladError(
             f"{path} is not a vlad results CSV: its first line must be "
             "query,rank,name,score"
         )
@@ -331,7 +332,7 @@ def _csv_rankings(path: Path, text: str) -> dict[str, list[str]]:
             query, rank, name, score = row
             hits.setdefault(query, []).append((int(rank), name))
         except ValueError:
-            raise ValueError(
+            raise VladError(
                 f"{path}, line {line}: expected query,rank,name,score; got {row!r}"
             ) from None
         _check_score(score, path, query, int(rank), parse=True)
@@ -345,7 +346,7 @@ def _pairs_rankings(path: Path, text: str) -> dict[str, list[str]]:
             continue
         names = content.split()
         if len(names) != 2:
-            raise ValueError(
+            raise VladError(
                 f"{path}, line {line}: a pairs file holds two names a line; got "
                 f"{content!r}"
             )

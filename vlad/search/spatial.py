@@ -36,6 +36,7 @@ from threadpoolctl import threadpool_limits
 from vlad.core.descriptors import DescriptorSets
 from vlad.core.pool import map_in_order
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
+from vlad.errors import VladError
 from vlad.search.geometry import (
     DEFAULT_THRESHOLDS,
     EPIPOLAR_THRESHOLD,
@@ -244,7 +245,7 @@ def inlier_matches(
     )
     keypoints, descriptors = _check_image(keypoints, descriptors, "")
     if query_descriptors.shape[1] != descriptors.shape[1]:
-        raise ValueError(
+        raise VladError(
             f"query_descriptors have {query_descriptors.shape[1]} features but "
             f"descriptors have {descriptors.shape[1]}; they must match"
         )
@@ -340,12 +341,12 @@ def spatial_rerank(
             f"database must be a DescriptorSets; got {type(database).__name__}"
         )
     if database.keypoints is None:
-        raise ValueError(
+        raise VladError(
             "database holds no keypoint positions; extract descriptors with "
             "vlad extract (0.3 or later) or vlad.extract_images to keep them"
         )
     if query_keypoints is None:
-        raise ValueError(
+        raise VladError(
             "query_keypoints is None: the query holds no keypoint positions; "
             "extract descriptors with vlad extract (0.3 or later) or "
             "vlad.extract_images to keep them"
@@ -354,7 +355,7 @@ def spatial_rerank(
         query_keypoints, query_descriptors, "query_"
     )
     if query_descriptors.shape[1] != database.n_features:
-        raise ValueError(
+        raise VladError(
             f"query_descriptors have {query_descriptors.shape[1]} features but "
             f"the database's have {database.n_features}; they must match"
         )
@@ -364,7 +365,7 @@ def spatial_rerank(
     elif isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
         raise TypeError(f"depth must be None or an integer >= 0; got {depth!r}")
     elif depth < 0:
-        raise ValueError(f"depth must be None or an integer >= 0; got {depth!r}")
+        raise VladError(f"depth must be None or an integer >= 0; got {depth!r}")
     verify = functools.partial(
         _verify_candidate,
         query=_prepared(query_keypoints, query_descriptors, max_keypoints),
@@ -461,7 +462,7 @@ def _check_max_keypoints(max_keypoints: int | None) -> int | None:
         or not isinstance(max_keypoints, numbers.Integral)
         or max_keypoints < 8
     ):
-        raise ValueError(
+        raise VladError(
             f"max_keypoints must be None or an integer >= 8; got {max_keypoints!r}"
         )
     return int(max_keypoints)
@@ -475,7 +476,7 @@ def _check_image(
     descriptors = as_float_matrix(descriptors, f"{prefix}descriptors", dtype=np.float32)
     keypoints = as_float_matrix(keypoints, f"{prefix}keypoints", dtype=np.float32)
     if keypoints.shape[0] != descriptors.shape[0] or keypoints.shape[1] < 2:
-        raise ValueError(
+        raise VladError(
             f"{prefix}keypoints must have shape ({descriptors.shape[0]}, 4), one "
             f"row of x, y, size, angle per descriptor; got shape {keypoints.shape}"
         )
@@ -489,7 +490,7 @@ def _check_candidates(candidates: ArrayLike, n_images: int) -> np.ndarray:
     ``n_images``."""
     array = np.asarray(candidates)
     if array.ndim != 1:
-        raise ValueError(
+        raise VladError(
             f"candidates must be a 1-D array of database rows; got shape {array.shape}"
         )
     if array.size == 0:
@@ -500,7 +501,7 @@ def _check_candidates(candidates: ArrayLike, n_images: int) -> np.ndarray:
         )
     low, high = int(array.min()), int(array.max())
     if low < 0 or high >= n_images:
-        raise ValueError(
+        raise VladError(
             f"candidates must be rows of the database, in [0, {n_images}); "
             f"got values from {low} to {high}"
         )

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core.validation import as_float_matrix, check_finite, check_positive_int
+from vlad.errors import VladError
 from vlad.formats.files import (
     check_format_version,
     read_record_archive,
@@ -86,7 +87,7 @@ class PCAWhitening:
         """
         vectors = as_float_matrix(vectors, "vectors", dtype=np.float32)
         if vectors.shape[1] != self.n_features:
-            raise ValueError(
+            raise VladError(
                 f"vectors have {vectors.shape[1]} dimensions; the whitening was "
                 f"learned on {self.n_features}"
             )
@@ -153,7 +154,7 @@ class PCAWhitening:
             and np.isfinite(mean).all()
         )
         if not consistent:
-            raise ValueError(f"{path} holds an inconsistent whitening")
+            raise VladError(f"{path} holds an inconsistent whitening")
         return cls(mean, components, variance, float(power))
 
 
@@ -235,18 +236,16 @@ def fit_whitening(
     if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
         raise TypeError(f"power must be a number in [0, 1]; got {power!r}")
     if not 0 <= power <= 1:
-        raise ValueError(f"power must be in [0, 1]; got {power!r}")
+        raise VladError(f"power must be in [0, 1]; got {power!r}")
     vectors = vectors[nonzero_rows(vectors)]
     n_vectors, n_features = vectors.shape
     if n_vectors < 2:
-        raise ValueError(
-            f"whitening needs at least 2 non-zero vectors; got {n_vectors}"
-        )
+        raise VladError(f"whitening needs at least 2 non-zero vectors; got {n_vectors}")
     spanned = min(n_vectors - 1, n_features)
     if n_components is not None:
         n_components = check_positive_int(n_components, "n_components")
         if n_components > spanned:
-            raise ValueError(
+            raise VladError(
                 f"n_components={n_components} is more than {n_vectors} vectors of "
                 f"{n_features} dimensions span (at most {spanned})"
             )
@@ -268,12 +267,12 @@ def fit_whitening(
     if n_components is None:
         n_components = rank
     elif n_components > rank:
-        raise ValueError(
+        raise VladError(
             f"n_components={n_components} but the vectors span only {rank} "
             "directions (duplicated images?); ask for fewer components"
         )
     if n_components == 0:
-        raise ValueError("the non-zero vectors are all equal: nothing to whiten")
+        raise VladError("the non-zero vectors are all equal: nothing to whiten")
     return PCAWhitening(
         mean.astype(np.float32),
         np.ascontiguousarray(components[:n_components], dtype=np.float32),

@@ -28,6 +28,7 @@ from vlad.backends.layout import (
     summation_blocks,
 )
 from vlad.core.validation import check_finite
+from vlad.errors import VladError
 
 __all__ = [
     "BatchPlan",
@@ -150,7 +151,7 @@ def raise_unless_finite(finite: bool, descriptors: np.ndarray) -> None:
     if finite:
         return
     check_finite(descriptors, "descriptors")
-    raise ValueError(
+    raise VladError(
         f"descriptor distances overflow: values are too large for "
         f"{descriptors.dtype} arithmetic; rescale them or pass float64"
     )

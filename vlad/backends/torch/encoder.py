@@ -14,6 +14,7 @@ from vlad.core.codebook import Codebook
 from vlad.core.descriptors import as_descriptor_sets
 from vlad.core.options import EncodingOptions
 from vlad.core.validation import as_offsets, check_n_features
+from vlad.errors import VladError
 
 __all__ = ["TorchEncoder"]
 
@@ -178,7 +179,7 @@ class TorchEncoder(DeviceEncoder):
                 tensor = tensor.reshape(n_images * n_rows, n_features)
                 offsets = np.arange(n_images + 1, dtype=np.int64) * n_rows
             elif tensor.ndim != 2 or offsets is None:
-                raise ValueError(
+                raise VladError(
                     "a descriptor tensor must have shape (n_images, n_descriptors, "
                     "n_features), or (n_descriptors, n_features) with offsets; "
                     f"got shape {tuple(tensor.shape)}"
@@ -205,8 +206,8 @@ def _raise_non_finite(descriptors) -> None:
     torch = import_torch()
     bad = int((~torch.isfinite(descriptors)).sum())
     if bad:
-        raise ValueError(f"descriptors contains {bad} NaN or infinite value(s)")
-    raise ValueError(
+        raise VladError(f"descriptors contains {bad} NaN or infinite value(s)")
+    raise VladError(
         "descriptor distances overflow: values are too large for "
         f"{str(descriptors.dtype).removeprefix('torch.')} arithmetic; rescale "
         "them or pass float64"

@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from vlad.backends.torch import import_torch
+from vlad.errors import VladError
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "PatchTokens"]
 
@@ -92,9 +93,9 @@ class PatchTokens:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"{name} must be an integer >= {low}; got {value!r}")
             if value < low:
-                raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+                raise VladError(f"{name} must be an integer >= {low}; got {value!r}")
         if max_side and max_side < patch_size:
-            raise ValueError(
+            raise VladError(
                 f"max_side must be 0 or at least patch_size={patch_size}; "
                 f"got {max_side}"
             )
@@ -148,7 +149,7 @@ class PatchTokens:
         torch = import_torch()
         pixels = np.asarray(image)
         if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] != 3:
-            raise ValueError(
+            raise VladError(
                 "image must be an RGB uint8 array of shape (height, width, 3); "
                 f"got {pixels.dtype} of shape {pixels.shape}"
             )
@@ -163,7 +164,7 @@ class PatchTokens:
         with self._lock, torch.inference_mode():
             tokens = self._tokens(batch.to(self.device))
             if tokens.ndim != 3 or tokens.shape[0] != 1 or tokens.shape[1] < n_patches:
-                raise ValueError(
+                raise VladError(
                     f"the model returned tokens of shape {tuple(tokens.shape)} for "
                     f"an input of shape {tuple(batch.shape)}; expected (1, L, F) "
                     f"with L >= {n_patches} patches"
@@ -179,7 +180,7 @@ class PatchTokens:
         output = self.model(batch) if forward is None else forward(batch)
         if isinstance(output, dict):
             if "x_norm_patchtokens" not in output:
-                raise ValueError(
+                raise VladError(
                     "the model's forward_features returned a dict without "
                     f"'x_norm_patchtokens' (keys: {sorted(output)})"
                 )

@@ -19,6 +19,7 @@ from vlad.backends.torch import full_float32_matmul, import_torch
 from vlad.core.codebook import Codebook
 from vlad.core.normalization import NORM_FLOOR
 from vlad.core.validation import as_offsets, check_positive_int
+from vlad.errors import VladError
 
 torch = import_torch()
 
@@ -186,7 +187,7 @@ class NetVLAD(torch.nn.Module):
 def _padded(descriptors, offsets):
     """Stacked ``(N, F)`` descriptors as padded ``(T, L_max, F)`` and a mask."""
     if descriptors.ndim != 2:
-        raise ValueError(
+        raise VladError(
             "descriptors with offsets must have shape (n_descriptors, n_features); "
             f"got shape {tuple(descriptors.shape)}"
         )

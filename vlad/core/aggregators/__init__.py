@@ -38,6 +38,7 @@ from vlad.core.validation import (
     check_finite,
     check_n_features,
 )
+from vlad.errors import VladError
 
 __all__ = [
     "AGGREGATORS",
@@ -225,7 +226,7 @@ def resolve_aggregator(
     if callable(aggregator):
         return None, aggregator
     if not isinstance(aggregator, str) or aggregator not in AGGREGATORS:
-        raise ValueError(
+        raise VladError(
             f"Unknown aggregator {aggregator!r}; expected one of {sorted(AGGREGATORS)}"
         )
     if aggregator == "auto" and shape is not None:
@@ -247,7 +248,7 @@ def check_aggregator_variant(
     """
     if isinstance(aggregator, str):
         if weighted and aggregator not in WEIGHTED_AGGREGATORS:
-            raise ValueError(
+            raise VladError(
                 f"aggregator {aggregator!r} supports hard assignment only; for "
                 f"multiple or soft assignment use one of "
                 f"{sorted(WEIGHTED_AGGREGATORS)}"
@@ -255,7 +256,7 @@ def check_aggregator_variant(
         return
     for keyword, wanted in (("residual_norm", residual_norm), ("weights", weighted)):
         if wanted and not _accepts_keyword(aggregator, keyword):
-            raise ValueError(
+            raise VladError(
                 f"aggregator {_function_name(aggregator)} does not accept the "
                 f"keyword {keyword}=; give it one or use a name from "
                 f"{sorted(WEIGHTED_AGGREGATORS if weighted else AGGREGATORS)}"
@@ -380,7 +381,7 @@ def aggregate(
     centers = as_float_matrix(centers, "centers", dtype=descriptors.dtype)
     check_n_features(descriptors.shape[1], centers.shape[1])
     if centers.shape[0] < 1:
-        raise ValueError("centers must hold at least one centre")
+        raise VladError("centers must hold at least one centre")
     offsets = as_offsets(offsets, descriptors.shape[0])
     if weights is None:
         labels = as_labels(labels, descriptors.shape[0], centers.shape[0])
@@ -435,12 +436,12 @@ def _as_weighted(
     if weights.dtype.kind not in "fiu":
         raise TypeError(f"weights must hold numbers; got dtype {weights.dtype}")
     if labels.ndim != 2 or labels.shape[0] != n_rows or labels.shape[1] < 1:
-        raise ValueError(
+        raise VladError(
             f"labels must have shape ({n_rows}, n_nearest) with weights; got "
             f"shape {labels.shape}"
         )
     if weights.shape != labels.shape:
-        raise ValueError(
+        raise VladError(
             f"weights must have the shape of labels {labels.shape}; got shape "
             f"{weights.shape}"
         )

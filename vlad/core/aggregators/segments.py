@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from vlad.core.finite import DistanceOverflowError
+from vlad.errors import VladError
 
 __all__ = [
     "WORKING_SET_BYTES",
@@ -96,7 +97,7 @@ def raise_non_finite_result(descriptors: np.ndarray) -> None:
     """
     bad = int(np.count_nonzero(~np.isfinite(descriptors)))
     if bad:
-        raise ValueError(f"descriptors contains {bad} NaN or infinite value(s)")
+        raise VladError(f"descriptors contains {bad} NaN or infinite value(s)")
     # Finite descriptors whose sums overflow: run_in_range scales them and
     # runs again.
     raise DistanceOverflowError(
