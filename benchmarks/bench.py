@@ -18,8 +18,8 @@ import click
 from benchmarks.measuring import MAX_SECONDS
 from benchmarks.report import run_benchmarks, write_json
 from benchmarks.workloads import SEARCH_SIZES, SIZES
-from vlad.cli.options import overwrite_option
-from vlad.cli.reporting import check_outputs, library_errors
+from vlad.cli._options import overwrite_option
+from vlad.cli._reporting import check_outputs, library_errors
 
 __all__ = ["bench", "main"]
 

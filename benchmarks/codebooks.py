@@ -34,7 +34,7 @@ import numpy as np
 
 import vlad
 from benchmarks.tables import markdown_table
-from vlad.core.kmeans import faiss_available
+from vlad.core._kmeans import faiss_available
 
 __all__ = [
     "CODEBOOK_METHODS",

@@ -45,11 +45,11 @@ from benchmarks.workloads import (
     reference_residuals,
     skip_reason,
 )
+from vlad.core._assignment import assign
+from vlad.core._encoding import encode
+from vlad.core._normalization import normalize
+from vlad.core._parallel import available_cores
 from vlad.core.aggregators import aggregate, available_aggregators, choose_aggregator
-from vlad.core.assignment import assign
-from vlad.core.encoding import encode
-from vlad.core.normalization import normalize
-from vlad.core.parallel import available_cores
 
 __all__ = [
     "ACCELERATOR_ROWS",

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks.measuring import limit_threads
-from vlad.core.aggregators.segments import image_of_rows
-from vlad.core.assignment import assign
-from vlad.core.descriptors import DescriptorSets
+from vlad.core._assignment import assign
+from vlad.core._descriptors import DescriptorSets
+from vlad.core.aggregators._segments import image_of_rows
 from vlad.datasets import make_descriptor_sets
 
 __all__ = [

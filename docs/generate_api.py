@@ -13,7 +13,10 @@ signature (type hints as written), its numpydoc summary and its Parameters,
 Attributes, Returns, Yields and Raises, parsed by ``numpydoc.docscrape``; a
 class gets its public methods and properties too. A name that several packages
 export is described once, in its home: the deepest package that lists it and
-holds the module that defines it.
+holds the module that defines it. ``vlad.backends.torch`` and
+``vlad.backends.keras`` are left out: their layers need PyTorch or Keras to be
+imported, and the page must not depend on what is installed
+(docs/accelerators.md describes them).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ API_PAGE = Path(__file__).resolve().parent / "api.md"
 #: The packages whose ``__all__`` is the public API, in the page's order.
 PUBLIC_PACKAGES = (
     "vlad",
+    "vlad.core",
     "vlad.search",
     "vlad.evaluation",
     "vlad.pages",
@@ -42,6 +46,8 @@ PUBLIC_PACKAGES = (
     "vlad.pipeline",
     "vlad.estimators",
     "vlad.backends",
+    "vlad.backends.numba",
+    "vlad.backends.jax",
     "vlad.datasets",
 )
 #: A signature longer than this is written one parameter per line.

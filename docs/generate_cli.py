@@ -6,7 +6,7 @@ Usage, from the repository root::
     python docs/generate_cli.py --check  # exit 1 when docs/cli.md is stale
 
 The page is ``vlad --help`` and each subcommand's ``--help``, in the order the
-group lists them (``vlad.cli.main.COMMANDS``), rendered by click's
+group lists them (``vlad.cli._main.COMMANDS``), rendered by click's
 ``CliRunner`` at a fixed width so that the page does not depend on the terminal.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from vlad.cli.main import main as vlad_command
+from vlad.cli._main import main as vlad_command
 
 #: The generated page.
 CLI_PAGE = Path(__file__).resolve().parent / "cli.md"

@@ -122,7 +122,7 @@ def cluster_client():
     """The client of a Dask LocalCluster of two one-thread worker processes,
     shared by the tests that make shards on a cluster."""
     pytest.importorskip("distributed")
-    from vlad.pipeline.cluster import dask_client
+    from vlad.pipeline._cluster import dask_client
 
     with dask_client(n_workers=2) as client:
         assert client.nthreads() and set(client.nthreads().values()) == {1}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from vlad.cli.main import main
+from vlad.cli._main import main
 
 __all__ = ["folder_bytes", "kill_once", "run"]
 

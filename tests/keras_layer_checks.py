@@ -19,8 +19,8 @@ import pytest
 import vlad
 
 keras = pytest.importorskip("keras")
-from vlad.backends.keras_layer import NetVLAD, padded  # noqa: E402
-from vlad.backends.netvlad import sharpness_for  # noqa: E402
+from vlad.backends._netvlad import sharpness_for  # noqa: E402
+from vlad.backends.keras._layer import NetVLAD, padded  # noqa: E402
 
 BACKEND = keras.backend.backend()
 
@@ -156,7 +156,7 @@ def test_gradients_are_right(problem):
 
 def test_same_vectors_as_the_pytorch_layer(problem):
     torch = pytest.importorskip("torch")
-    from vlad.backends.torch.layer import NetVLAD as TorchNetVLAD
+    from vlad.backends.torch._layer import NetVLAD as TorchNetVLAD
 
     sets, codebook = problem
     batch, mask = padded(sets.descriptors, sets.offsets)

@@ -1,4 +1,4 @@
-"""vlad.core.adaptation: centres moved to the means of their descriptors."""
+"""vlad.core._adaptation: centres moved to the means of their descriptors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vlad
-from vlad.core import adaptation
+from vlad.core import _adaptation as adaptation
 
 
 def loop_adaptation(centers, descriptors) -> np.ndarray:

@@ -323,7 +323,7 @@ def test_missing_numba_gives_install_hint(method, monkeypatch):
 
 def test_jax_compiles_once_per_size_class():
     pytest.importorskip("jax")
-    from vlad.backends.jax import kernels as jax_kernels
+    from vlad.backends.jax import _kernels as jax_kernels
 
     centers = np.ones((4, 8), np.float32)
     kernels = (jax_kernels.aggregate_one_chunk(),)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import vlad
 from vlad.search import ASMKIndex, build_asmk_index
-from vlad.search.asmk_kernel import (
+from vlad.search._asmk_kernel import (
     binary_similarities,
     popcount,
     selectivity,

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vlad.backends.layout import (
+from vlad.backends._layout import (
     bucket_size,
     chunk_rows_for,
     row_chunks,

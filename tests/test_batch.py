@@ -18,13 +18,13 @@ from photos import (
 )
 
 import vlad
-import vlad.pipeline.encoding
-from vlad.core.pool import map_in_order
-from vlad.images.files import read_image
-from vlad.images.sift import SiftOptions, extract_keypoints_with_options, extract_sift
-from vlad.pipeline.encoding import encode_images
-from vlad.pipeline.extraction import extract_images, read_descriptor_sets
-from vlad.pipeline.vocabularies import fit_codebook_to_images
+import vlad.pipeline._encoding
+from vlad.core._pool import map_in_order
+from vlad.images._files import read_image
+from vlad.images._sift import SiftOptions, extract_keypoints_with_options, extract_sift
+from vlad.pipeline._encoding import encode_images
+from vlad.pipeline._extraction import extract_images, read_descriptor_sets
+from vlad.pipeline._vocabularies import fit_codebook_to_images
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_encode_images_equals_encode_on_the_same_descriptors(photo_sets, codeboo
 
 
 def test_encoding_in_chunks_changes_nothing(photo_sets, codebook, monkeypatch):
-    monkeypatch.setattr(vlad.pipeline.encoding, "ENCODE_CHUNK_IMAGES", 3)
+    monkeypatch.setattr(vlad.pipeline._encoding, "ENCODE_CHUNK_IMAGES", 3)
     result = encode_images(DATA, codebook, power=0.5, mass=True, n_jobs=2)
     expected = vlad.encode(photo_sets, codebook, power=0.5, mass=True)
     np.testing.assert_allclose(result.vectors, expected, rtol=1e-6, atol=1e-7)

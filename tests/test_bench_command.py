@@ -13,7 +13,7 @@ import vlad
 from benchmarks import measuring, performance_page, report, tables, workloads
 from benchmarks.bench import bench
 from benchmarks.workloads import Workload
-from vlad.cli.main import main
+from vlad.cli._main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def test_vlad_bench_is_no_command_of_the_installed_vlad():
 
 def test_the_vlad_command_imports_no_harness():
     code = (
-        "import sys, vlad.cli.main; "
+        "import sys, vlad.cli._main; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'benchmarks'))"
     )
     loaded = subprocess.run(

@@ -1,4 +1,4 @@
-"""Any callable as the extractor of a batch: vlad.images.callables, the
+"""Any callable as the extractor of a batch: vlad.images._callables, the
 ``extractor=`` of the batch functions, vlad.FeatureExtractor and ``vlad
 extract --extractor``."""
 
@@ -14,7 +14,7 @@ from photos import DATA, PHOTOS
 
 import vlad
 from vlad.errors import VladError
-from vlad.images.callables import CallableExtractor, extractor_name, load_extractor
+from vlad.images._callables import CallableExtractor, extractor_name, load_extractor
 
 MODULE = '''
 import numpy as np

@@ -40,7 +40,7 @@ def test_same_seed_same_codebook(blobs, algorithm):
 
 def test_auto_uses_minibatch_for_large_samples(monkeypatch, blobs):
     descriptors, _ = blobs
-    monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 100)
+    monkeypatch.setattr(vlad.core._codebook, "FULL_KMEANS_MAX_SAMPLES", 100)
     fit = vlad.fit_codebook
     assert fit(descriptors, 4, backend="sklearn").metadata["algorithm"] == "minibatch"
     assert fit(descriptors[:100], 4, backend="sklearn").metadata["algorithm"] == "lloyd"

@@ -12,11 +12,11 @@ from dask_runs import folder_bytes, kill_once, run
 from photos import DATA, FAST_OPTIONS, make_messy_folder
 
 import vlad
-from vlad.images.extractors import extractor_for_codebook
-from vlad.pipeline.batch import walk_batch
-from vlad.pipeline.cluster import dask_client, make_shards_on_cluster, worker_codebook
-from vlad.pipeline.shard_runs import plan_shard_run
-from vlad.pipeline.vector_shards import ImageVectors, encode_images_to_folder
+from vlad.images._extractors import extractor_for_codebook
+from vlad.pipeline._batch import walk_batch
+from vlad.pipeline._cluster import dask_client, make_shards_on_cluster, worker_codebook
+from vlad.pipeline._shard_runs import plan_shard_run
+from vlad.pipeline._vector_shards import ImageVectors, encode_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]

@@ -10,7 +10,7 @@ from dask_runs import folder_bytes, kill_once, run
 from photos import DATA, FAST_OPTIONS, make_messy_folder
 
 import vlad
-from vlad.pipeline.descriptor_shards import extract_images_to_folder
+from vlad.pipeline._descriptor_shards import extract_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]

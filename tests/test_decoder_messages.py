@@ -1,5 +1,5 @@
 """Decoders' messages on standard error, told to the decode that wrote them:
-vlad.images.decoder_messages."""
+vlad.images._decoder_messages."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from vlad.images.decoder_messages import (
+from vlad.images._decoder_messages import (
     CAPTURE_VARIABLE,
     capture_decoder_messages,
     capturing_decoder_messages,

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from photos import DATA, FAST_OPTIONS, MESSY_NAMES, make_messy_folder
 
 import vlad
-from vlad.formats.descriptor_files import read_descriptor_file
-from vlad.formats.descriptor_shards import open_descriptor_shards
-from vlad.formats.shards import MANIFEST_NAME
-from vlad.pipeline.descriptor_shards import extract_images_to_folder
-from vlad.pipeline.vector_shards import encode_images_to_folder
+from vlad.formats._descriptor_files import read_descriptor_file
+from vlad.formats._descriptor_shards import open_descriptor_shards
+from vlad.formats._shards import MANIFEST_NAME
+from vlad.pipeline._descriptor_shards import extract_images_to_folder
+from vlad.pipeline._vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")

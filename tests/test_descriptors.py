@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vlad
-from vlad.core.descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
-from vlad.formats.files import save_record_archive
+from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
+from vlad.formats._files import save_record_archive
 
 
 def test_from_list_builds_flat_descriptors_and_offsets():
@@ -50,7 +50,7 @@ def test_default_names_and_dtypes():
 )
 def test_non_real_descriptors_are_refused(arrays, error, message):
     with pytest.raises(error, match=message):
-        vlad.core.descriptors.as_descriptor_sets(arrays)
+        vlad.core._descriptors.as_descriptor_sets(arrays)
 
 
 def test_all_empty_needs_n_features():

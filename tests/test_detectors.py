@@ -1,5 +1,5 @@
 """OpenCV's AKAZE and ORB as real-valued descriptors, and detection retried at
-lower thresholds (min_keypoints): vlad.images.detectors and vlad.images.sift."""
+lower thresholds (min_keypoints): vlad.images._detectors and vlad.images._sift."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from photos import DATA
 
 import vlad
-from vlad.images.detectors import DETECTORS, detector, unpack_bits
-from vlad.images.files import read_image
-from vlad.images.sift import SiftOptions, extract_keypoints_with_options
+from vlad.images._detectors import DETECTORS, detector, unpack_bits
+from vlad.images._files import read_image
+from vlad.images._sift import SiftOptions, extract_keypoints_with_options
 
 HAS_AKAZE = hasattr(cv2, "AKAZE_create")
 needs_akaze = pytest.mark.skipif(not HAS_AKAZE, reason="this OpenCV lacks AKAZE")

@@ -168,7 +168,7 @@ def test_cli_reference_is_current():
 def test_cli_reference_covers_every_command():
     import click
 
-    from vlad.cli.main import main
+    from vlad.cli._main import main
 
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     for name in main.list_commands(click.Context(main)):

@@ -1,4 +1,4 @@
-"""Tests for vlad.estimators.encoder: the VLADEncoder scikit-learn transformer."""
+"""Tests for vlad.estimators._encoder: the VLADEncoder scikit-learn transformer."""
 
 import pickle
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Precision-recall curves: vlad.evaluation.curves against a plain loop over
+"""Precision-recall curves: vlad.evaluation._curves against a plain loop over
 the ranking and a hand computation."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vlad.evaluation import evaluate
-from vlad.evaluation.curves import (
+from vlad.evaluation._curves import (
     RECALL_LEVELS,
     interpolated_precision,
     mean_interpolated_precision,

@@ -1,4 +1,4 @@
-"""vlad.evaluation.metrics: average precision as revisitop computes it, recall@k,
+"""vlad.evaluation._metrics: average precision as revisitop computes it, recall@k,
 precision@k and reciprocal rank, against hand computations, plain
 reimplementations of revisitop's and the Oxford Buildings' code, and brute
 force."""

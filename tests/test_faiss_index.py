@@ -1,4 +1,4 @@
-"""faiss indexes by factory string: vlad.search.faiss_store, through
+"""faiss indexes by factory string: vlad.search._faiss_store, through
 build_index, against exact search."""
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def test_faiss_clustering_warnings_are_one_line_with_the_lists_that_fit(
     """faiss prints one warning per k-means (4 PQ sub-quantisers and the
     lists) on the C++ standard error; vlad logs one line instead."""
     vectors, _ = database
-    with caplog.at_level("WARNING", logger="vlad.search.faiss_store"):
+    with caplog.at_level("WARNING", logger="vlad.search._faiss_store"):
         build_index(vectors, factory="IVF32,PQ4")
     assert "WARNING clustering" not in capfd.readouterr().err
     [record] = caplog.records

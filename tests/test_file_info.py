@@ -1,4 +1,4 @@
-"""Summaries of vlad files: vlad.info."""
+"""Summaries of vlad files: vlad._info."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import vlad
-from vlad.formats.vectors import save_vectors
-from vlad.info import describe_file
+from vlad._info import describe_file
+from vlad.formats._vectors import save_vectors
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vlad
-from vlad.backends.numba.fused import fused_residuals
-from vlad.core.encoding import image_blocks
+from vlad.backends.numba._fused import fused_residuals
+from vlad.core._encoding import image_blocks
 
 pytest.importorskip("numba")
 

@@ -1,4 +1,4 @@
-"""What image headers declare, read before decoding: vlad.images.headers,
+"""What image headers declare, read before decoding: vlad.images._headers,
 against what OpenCV decodes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vlad.images.headers import read_header, truncated_format
+from vlad.images._headers import read_header, truncated_format
 
 FORMATS = {
     ".jpg": "JPEG",

@@ -1,4 +1,4 @@
-"""hloc's HDF5 feature files (vlad.formats.hloc): local features written as
+"""hloc's HDF5 feature files (vlad.formats._hloc): local features written as
 hloc's extract_features.py writes them, read as descriptor sets by fit, encode
 and search; global features written by encode and read back by a reader made
 from hloc's pairs_from_retrieval.py; pairs files read as hloc and COLMAP read
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from photos import DATA
 
 import vlad
-from vlad.cli.main import main as cli
-from vlad.formats import hloc
-from vlad.formats.descriptor_files import read_descriptor_file
+from vlad.cli._main import main as cli
+from vlad.formats import _hloc as hloc
+from vlad.formats._descriptor_files import read_descriptor_file
 
 h5py = pytest.importorskip("h5py")
 
@@ -231,7 +231,7 @@ def test_an_asmk_index_of_local_features_matches_the_same_sets_in_memory(
 ):
     """An ASMK index reads hloc's local features a part at a time (parts of
     two images here) and scores as an index of the same sets in memory."""
-    from vlad.search import asmk
+    from vlad.search import _asmk as asmk
 
     monkeypatch.setattr(asmk, "_PART_IMAGES", 2)
     expected = reference_sets(features)
@@ -514,7 +514,7 @@ def test_encode_refuses_global_features_as_input(tmp_path, features):
 
 
 def test_info_describes_both_kinds_of_file(features, tmp_path):
-    from vlad.info import describe_file
+    from vlad._info import describe_file
 
     local = describe_file(features)
     expected = reference_sets(features)

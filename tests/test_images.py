@@ -1,4 +1,4 @@
-"""Finding image files and reading them: vlad.images.files."""
+"""Finding image files and reading them: vlad.images._files."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from photos import DATA, PHOTOS
 
-from vlad.images.files import (
+from vlad.images._files import (
     IMAGE_EXTENSIONS,
     ImageReadError,
     find_images,
     read_image,
 )
-from vlad.images.headers import truncated_format
-from vlad.images.pixels import as_grey_image, as_rgb_image
+from vlad.images._headers import truncated_format
+from vlad.images._pixels import as_grey_image, as_rgb_image
 
 
 def touch_image(path, value=0):

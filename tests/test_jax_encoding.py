@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from photo_descriptors import photo_problem
 
 import vlad
-from vlad.backends import layout
-from vlad.backends.jax import kernels as jax_kernels
-from vlad.backends.jax.batches import plan_batch
-from vlad.core.aggregators.loop import aggregate_loop
+from vlad.backends import _layout as layout
+from vlad.backends.jax import _kernels as jax_kernels
+from vlad.backends.jax._batches import plan_batch
+from vlad.core.aggregators._loop import aggregate_loop
 
 jax = pytest.importorskip("jax")
 

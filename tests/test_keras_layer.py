@@ -28,7 +28,7 @@ def test_the_layer_on_a_backend(backend):
             pytest.skip(f"{package} not installed")
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-        + ["tests/keras_layer_checks.py", "vlad/backends/keras_layer.py"],
+        + ["tests/keras_layer_checks.py", "vlad/backends/keras/_layer.py"],
         cwd=ROOT,
         env={**os.environ, "KERAS_BACKEND": backend},
         capture_output=True,

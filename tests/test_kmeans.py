@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import vlad
-from vlad.core.kmeans import spherical_lloyd, unit_rows
+from vlad.core._kmeans import spherical_lloyd, unit_rows
 
 faiss = pytest.importorskip("faiss")
 
@@ -164,7 +164,7 @@ def test_missing_faiss_names_the_extra(blobs, monkeypatch):
     with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[faiss\]'"):
         vlad.fit_codebook(descriptors, 8, backend="faiss")
     # "auto" falls back to scikit-learn.
-    monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)
+    monkeypatch.setattr(vlad.core._codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)
     assert vlad.fit_codebook(descriptors, 8).metadata["backend"] == "sklearn"
 
 
@@ -174,7 +174,7 @@ def test_auto_backend_is_faiss_unless_an_algorithm_is_asked_for(blobs, monkeypat
     codebook = vlad.fit_codebook(descriptors, 8)
     assert codebook.metadata["backend"] == "sklearn"
     assert codebook.metadata["algorithm"] == "lloyd"
-    monkeypatch.setattr(vlad.core.codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)
+    monkeypatch.setattr(vlad.core._codebook, "FULL_KMEANS_MAX_SAMPLES", 1000)
     assert vlad.fit_codebook(descriptors, 8).metadata["backend"] == "faiss"
     assert vlad.fit_codebook(descriptors, 8, sample=900).metadata["backend"] == (
         "sklearn"
@@ -279,7 +279,7 @@ def test_faiss_large_vocabulary_is_seeded_by_faiss_and_reproducible():
     the same seed gives the same words, and every word is a distinct centre
     within the data's range."""
     pytest.importorskip("faiss")
-    from vlad.core.kmeans import KMEANS_PLUSPLUS_MAX_CLUSTERS
+    from vlad.core._kmeans import KMEANS_PLUSPLUS_MAX_CLUSTERS
 
     n_clusters = KMEANS_PLUSPLUS_MAX_CLUSTERS + 1
     data = np.random.default_rng(0).random((3 * n_clusters, 8), dtype=np.float32)

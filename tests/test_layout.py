@@ -29,11 +29,11 @@ def module_name(path: pathlib.Path) -> str:
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_every_module_says_what_it_exports(path):
     name = module_name(path)
-    if name == "vlad.backends.numba.kernels":
+    if name == "vlad.backends.numba._kernels":
         pytest.importorskip("numba")
-    if name == "vlad.backends.torch.layer":
+    if name == "vlad.backends.torch._layer":
         pytest.importorskip("torch")
-    if name == "vlad.backends.keras_layer":
+    if name == "vlad.backends.keras._layer":
         pytest.importorskip("keras")  # and a back-end: keras fails without one
     module = importlib.import_module(name)
     assert isinstance(module.__all__, list) and module.__all__
@@ -94,7 +94,7 @@ def test_the_command_line_loads_no_heavy_or_optional_module():
         for line in process.stderr.splitlines()
         if line.startswith("import time:") and "|" in line
     }
-    assert "vlad.cli.main" in loaded
+    assert "vlad.cli._main" in loaded
     for forbidden in ("benchmarks", "sklearn", "cv2", "numba", "jax", "matplotlib"):
         found = sorted(
             name for name in loaded

@@ -15,7 +15,7 @@ from photos import DATA
 from sklearn.utils._param_validation import InvalidParameterError
 
 import vlad
-from vlad.cli.main import main
+from vlad.cli._main import main
 
 fields = st.fixed_dictionaries(
     {},

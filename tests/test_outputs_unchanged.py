@@ -36,7 +36,7 @@ import cv2
 import pytest
 from click.testing import CliRunner
 
-from vlad.cli.main import main
+from vlad.cli._main import main
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data"

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from vlad.evaluation import average_precision, evaluate
 from vlad.pages import write_evaluation_page, write_search_page
-from vlad.pages.html import escape, url, visible
-from vlad.pages.thumbnails import THUMBNAIL_SIZE, ImageFolders
-from vlad.search.results import QueryResult, SearchResults
+from vlad.pages._html import escape, url, visible
+from vlad.pages._thumbnails import THUMBNAIL_SIZE, ImageFolders
+from vlad.search._results import QueryResult, SearchResults
 
 PIL = pytest.importorskip(
     "PIL.Image", reason="the pages need Pillow (vlad-toolkit[html])"

@@ -19,8 +19,8 @@ from photos import DATA
 
 from vlad.evaluation import average_precision, evaluate
 from vlad.pages import write_evaluation_page, write_search_page
-from vlad.pages.html import visible
-from vlad.search.results import QueryResult, SearchResults
+from vlad.pages._html import visible
+from vlad.search._results import QueryResult, SearchResults
 
 pytest.importorskip("PIL", reason="the pages need Pillow (vlad-toolkit[html])")
 webdriver = pytest.importorskip(

@@ -1,4 +1,4 @@
-"""Pictures of inlier matches: vlad.pages.matches, and the search page's links
+"""Pictures of inlier matches: vlad.pages._matches, and the search page's links
 to them after spatial re-ranking."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from html_pages import parse_page, source_file
 from photos import DATA, FAST_OPTIONS
 
 import vlad
-from vlad.images.files import ImageReadError, read_image
-from vlad.images.sift import SiftOptions, extract_keypoints_with_options
+from vlad.images._files import ImageReadError, read_image
+from vlad.images._sift import SiftOptions, extract_keypoints_with_options
 from vlad.pages import draw_matches, write_matches_picture, write_search_page
-from vlad.pages.matches import GAP
+from vlad.pages._matches import GAP
 from vlad.search import build_index
-from vlad.search.reranking import rerank_spatially
-from vlad.search.spatial import MIN_INLIERS, count_inliers
+from vlad.search._reranking import rerank_spatially
+from vlad.search._spatial import MIN_INLIERS, count_inliers
 
 pytest.importorskip("PIL", reason="the pages need Pillow (vlad-toolkit[html])")
 

@@ -15,7 +15,7 @@ from photos import DATA
 from threadpoolctl import ThreadpoolController, threadpool_limits
 
 import vlad
-from vlad.core.parallel import (
+from vlad.core._parallel import (
     SharedThreadLimit,
     available_cores,
     balanced_ranges,
@@ -123,8 +123,8 @@ def test_run_ranges_keeps_blas_to_one_thread_when_asked(n_workers, limit_blas):
 
 @pytest.mark.parametrize(
     ("aggregator", "kernel"),
-    [("auto", "vlad.backends.numba.fused.fused_residuals"),
-     ("sparse", "vlad.core.assignment._assign_rows")],
+    [("auto", "vlad.backends.numba._fused.fused_residuals"),
+     ("sparse", "vlad.core._assignment._assign_rows")],
 )  # fmt: skip
 def test_an_input_too_small_to_share_out_runs_blas_on_one_thread(
     monkeypatch, aggregator, kernel
@@ -134,7 +134,7 @@ def test_an_input_too_small_to_share_out_runs_blas_on_one_thread(
     thread, as with n_jobs=1; the setting is restored after."""
     sets = vlad.datasets.make_descriptor_sets(1, 2000, 128, seed=0)
     centers = sets.descriptors[::31][:64]
-    assert sets.descriptors.size * 64 < vlad.core.parallel.PARALLEL_MIN_WORK
+    assert sets.descriptors.size * 64 < vlad.core._parallel.PARALLEL_MIN_WORK
     seen = []
     module, name = kernel.rsplit(".", 1)
     original = getattr(__import__(module, fromlist=[name]), name)
@@ -261,7 +261,7 @@ def test_overlapping_encodes_leave_blas_as_it_was_and_agree():
     small = vlad.datasets.make_descriptor_sets(8, 2100, 128, seed=0)
     large = vlad.datasets.make_descriptor_sets(16, 4200, 128, seed=1)
     codebook = vlad.fit_codebook(small, 64, sample=5000, seed=0)
-    assert small.descriptors.size * 64 >= vlad.core.parallel.PARALLEL_MIN_WORK
+    assert small.descriptors.size * 64 >= vlad.core._parallel.PARALLEL_MIN_WORK
     calls = {
         name: (sets, aggregator)
         for name, sets, aggregator in [

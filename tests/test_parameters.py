@@ -1,4 +1,4 @@
-"""One specification per parameter (vlad.core.parameters): a bad value gets one
+"""One specification per parameter (vlad.core._parameters): a bad value gets one
 message from the function, the estimator and the command line alike."""
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from sklearn.utils._param_validation import InvalidParameterError
 
 import vlad
-from vlad.cli.main import main
-from vlad.core.kmeans import KMEANS_BACKENDS
-from vlad.core.parameters import (
+from vlad.cli._main import main
+from vlad.core._kmeans import KMEANS_BACKENDS
+from vlad.core._parameters import (
     ENCODING_PARAMETERS,
     KMEANS_PARAMETERS,
     POWER,
     Parameter,
 )
-from vlad.estimators.parameters import constraints
-from vlad.images.detectors import DETECTORS
-from vlad.images.sift import DESCRIPTOR_PARAMETERS
+from vlad.estimators._parameters import constraints
+from vlad.images._detectors import DETECTORS
+from vlad.images._sift import DESCRIPTOR_PARAMETERS
 
 PHOTO = "data/chelsea.jpg"
 SETS = vlad.datasets.make_descriptor_sets(3, 10, 4, seed=0)
@@ -154,7 +154,7 @@ def test_the_choices_are_the_registries():
     assert set(specified["features"].choices) == set(DETECTORS)
     backends = {parameter.name: parameter for parameter in KMEANS_PARAMETERS}
     assert set(backends["backend"].choices) == {"auto", *KMEANS_BACKENDS}
-    assert vlad.core.nearest.ASSIGNMENTS == ("hard", "multiple", "soft")
+    assert vlad.core._nearest.ASSIGNMENTS == ("hard", "multiple", "soft")
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Query expansion and database-side augmentation: vlad.search.expansion, and
+"""Query expansion and database-side augmentation: vlad.search._expansion, and
 VectorIndex searches with them, against plain loops over the formula.
 
 Average QE (Chum et al. 2007) and alpha-QE (Radenović et al. 2018) replace a
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vlad.search import QueryExpansion, augment_database, build_index, search_exact
-from vlad.search.expansion import expand_queries
+from vlad.search._expansion import expand_queries
 
 
 def expanded_by_loop(query, neighbours, similarities, alpha):

@@ -13,10 +13,10 @@ from photos import DATA
 from scipy.spatial import cKDTree
 
 import vlad
-from vlad.images.describe import describe_image_with_keypoints
-from vlad.images.files import jpeg_reduction, read_image, read_image_reduced
-from vlad.images.headers import ImageHeader
-from vlad.images.sift import SiftOptions
+from vlad.images._describe import describe_image_with_keypoints
+from vlad.images._files import jpeg_reduction, read_image, read_image_reduced
+from vlad.images._headers import ImageHeader
+from vlad.images._sift import SiftOptions
 
 
 @pytest.fixture(scope="module")

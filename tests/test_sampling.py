@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from photos import DATA, FAST_OPTIONS
 
 import vlad
-from vlad.core.sampling import DescriptorReservoir
+from vlad.core._sampling import DescriptorReservoir
 
 
 def stream(lengths):

@@ -1,4 +1,4 @@
-"""Exact search by inner product: vlad.search.exact against a brute-force sort."""
+"""Exact search by inner product: vlad.search._exact against a brute-force sort."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vlad.search import search_exact
-from vlad.search.exact import top_k
+from vlad.search._exact import top_k
 
 
 def brute_force(queries, database, k):

@@ -1,4 +1,4 @@
-"""An index of named vectors: vlad.search.index against a brute-force search
+"""An index of named vectors: vlad.search._index against a brute-force search
 over the images with descriptors."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import vlad.search.exact
+import vlad.search._exact
 from vlad.search import (
     QueryExpansion,
     VectorIndex,
@@ -18,7 +18,7 @@ from vlad.search import (
     fit_whitening,
     load_index,
 )
-from vlad.search.index import NO_DESCRIPTORS
+from vlad.search._index import NO_DESCRIPTORS
 
 
 def brute_force_names(queries, vectors, names, k):
@@ -221,7 +221,7 @@ def test_an_interrupted_save_leaves_no_partial_folder(
         path.write_bytes(b"\x93NUMPY half")
         raise interruption("interrupted")
 
-    monkeypatch.setattr(vlad.search.exact.ExactStore, "save", interrupted)
+    monkeypatch.setattr(vlad.search._exact.ExactStore, "save", interrupted)
     with pytest.raises(interruption):
         build_index(np.eye(3)).save(tmp_path / "index", overwrite=True)
     monkeypatch.undo()

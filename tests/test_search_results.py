@@ -1,4 +1,4 @@
-"""Search results files: vlad.search.results written as .json, .csv and pairs
+"""Search results files: vlad.search._results written as .json, .csv and pairs
 .txt, and read back by read_rankings."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vlad.search import QueryResult, SearchResults, read_rankings
-from vlad.search.results import results_from_arrays
+from vlad.search._results import results_from_arrays
 
 #: Names that file systems allow and simple formats trip over.
 AWKWARD_NAMES = [

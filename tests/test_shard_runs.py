@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from vlad.formats.shards import MANIFEST_NAME
-from vlad.pipeline.shard_runs import Shard, ShardKind, run_shards
+from vlad.formats._shards import MANIFEST_NAME
+from vlad.pipeline._shard_runs import Shard, ShardKind, run_shards
 
 
 class Squares(ShardKind):

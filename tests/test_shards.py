@@ -12,8 +12,8 @@ import pytest
 from photos import DATA, FAST_OPTIONS, MESSY_NAMES, make_messy_folder
 
 import vlad
-from vlad.formats.shards import MANIFEST_NAME, ShardedVectors, ShardWriter, open_shards
-from vlad.pipeline.vector_shards import encode_images_to_folder
+from vlad.formats._shards import MANIFEST_NAME, ShardedVectors, ShardWriter, open_shards
+from vlad.pipeline._vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""SIFT and RootSIFT descriptors of one image: vlad.images.sift."""
+"""SIFT and RootSIFT descriptors of one image: vlad.images._sift."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from photos import DATA
 
-from vlad.images.files import read_image
-from vlad.images.sift import (
+from vlad.images._files import read_image
+from vlad.images._sift import (
     DENSE_MIN_STEP,
     DENSE_SIZES,
     SiftOptions,

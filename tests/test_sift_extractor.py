@@ -1,5 +1,5 @@
 """The scikit-learn transformer from images to descriptor sets:
-vlad.estimators.sift_extractor."""
+vlad.estimators._sift_extractor."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 
 import vlad
-from vlad.images.files import ImageReadError, read_image
+from vlad.images._files import ImageReadError, read_image
 
 PATHS = [str(DATA / name) for name in PHOTOS[:4]]
 

@@ -1,4 +1,4 @@
-"""Spatial verification of candidates: vlad.search.spatial."""
+"""Spatial verification of candidates: vlad.search._spatial."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from photos import DATA, FAST_OPTIONS
 
 import vlad
-from vlad.images.files import read_image
-from vlad.images.sift import SiftOptions, extract_keypoints_with_options
-from vlad.search.spatial import (
+from vlad.images._files import read_image
+from vlad.images._sift import SiftOptions, extract_keypoints_with_options
+from vlad.search._spatial import (
     MIN_INLIERS,
     REPROJECTION_THRESHOLD,
     count_inliers,

@@ -1,5 +1,5 @@
 """The inlier correspondences of spatial verification:
-vlad.search.spatial.inlier_matches."""
+vlad.search._spatial.inlier_matches."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from photos import DATA, FAST_OPTIONS
 
-from vlad.images.files import read_image
-from vlad.images.sift import SiftOptions, extract_keypoints_with_options
-from vlad.search.spatial import (
+from vlad.images._files import read_image
+from vlad.images._sift import SiftOptions, extract_keypoints_with_options
+from vlad.search._spatial import (
     REPROJECTION_THRESHOLD,
     count_inliers,
     inlier_matches,

@@ -8,13 +8,13 @@ import pytest
 
 import vlad
 from vlad.search import build_index, load_index
-from vlad.search.streamed_index import index_shards
+from vlad.search._streamed_index import index_shards
 
 
 @pytest.fixture(scope="module")
 def shards_folder(tmp_path_factory):
     """A folder of 5 shards of 60 vectors (some all zero) of 32 dimensions."""
-    from vlad.formats.shards import ShardWriter, shard_key
+    from vlad.formats._shards import ShardWriter, shard_key
 
     folder = tmp_path_factory.mktemp("vectors") / "v"
     rng = np.random.default_rng(0)
@@ -90,7 +90,7 @@ def test_an_existing_index_is_replaced_only_when_asked(shards_folder, tmp_path):
 def test_vlad_index_reads_a_folder_a_shard_at_a_time(shards_folder, tmp_path):
     from click.testing import CliRunner
 
-    from vlad.cli.main import main
+    from vlad.cli._main import main
 
     folder, vectors, names = shards_folder
     result = CliRunner().invoke(main, ["index", str(folder), "-o", str(tmp_path / "i")])

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from photo_descriptors import photo_problem
 
 import vlad
-from vlad.backends.torch import kernels as torch_kernels
-from vlad.core.aggregators.loop import aggregate_loop
+from vlad.backends.torch import _kernels as torch_kernels
+from vlad.core.aggregators._loop import aggregate_loop
 
 torch = pytest.importorskip("torch")
 from torch.overrides import TorchFunctionMode  # noqa: E402

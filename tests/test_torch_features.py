@@ -1,5 +1,5 @@
 """Patch tokens of a PyTorch ViT as local descriptors:
-vlad.backends.torch.features.PatchTokens, on a small random ViT written here."""
+vlad.backends.torch._features.PatchTokens, on a small random ViT written here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from photos import DATA
 import vlad
 
 torch = pytest.importorskip("torch")
-from vlad.backends.torch.features import (  # noqa: E402
+from vlad.backends.torch._features import (  # noqa: E402
     IMAGENET_MEAN,
     IMAGENET_STD,
     PatchTokens,

@@ -13,7 +13,7 @@ import vlad
 torch = pytest.importorskip("torch")
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
-from vlad.backends.torch.layer import NetVLAD, sharpness_for  # noqa: E402
+from vlad.backends.torch._layer import NetVLAD, sharpness_for  # noqa: E402
 
 DOUBLE = torch.float64
 

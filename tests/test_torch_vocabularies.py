@@ -8,7 +8,7 @@ import pytest
 import vlad
 
 torch = pytest.importorskip("torch")
-from vlad.backends.torch.layer import NetVLAD  # noqa: E402
+from vlad.backends.torch._layer import NetVLAD  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Vector files and their names and records: vlad.formats.vectors."""
+"""Vector files and their names and records: vlad.formats._vectors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from vlad.formats.vectors import load_vectors, save_vectors, vector_file_paths
+from vlad.formats._vectors import load_vectors, save_vectors, vector_file_paths
 
 
 def test_vectors_names_and_record_round_trip(tmp_path):

@@ -1,4 +1,4 @@
-"""vlad.core.vocabularies: several vocabularies in one codebook."""
+"""vlad.core._vocabularies: several vocabularies in one codebook."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vlad
-from vlad.core.codebook import as_centers
-from vlad.info import describe_file
+from vlad._info import describe_file
+from vlad.core._codebook import as_centers
 from vlad.search import fit_whitening
 
 

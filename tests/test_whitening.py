@@ -1,4 +1,4 @@
-"""PCA-whitening: vlad.search.whitening against an SVD of the centred data."""
+"""PCA-whitening: vlad.search._whitening against an SVD of the centred data."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import vlad.search.whitening
+import vlad.search._whitening
 from vlad.search import PCAWhitening, fit_whitening
 
 
@@ -146,7 +146,7 @@ def test_the_randomised_route_for_the_largest_inputs(monkeypatch):
     """Above MAX_EXACT_SIDE vectors and dimensions, scikit-learn's randomised
     PCA: its variances within 0.1 % of the SVD's (scikit-learn's defaults were
     3 % off on this spectrum)."""
-    monkeypatch.setattr(vlad.search.whitening, "MAX_EXACT_SIDE", 100)
+    monkeypatch.setattr(vlad.search._whitening, "MAX_EXACT_SIDE", 100)
     rng = np.random.default_rng(5)
     n_features = 200
     spectrum = np.arange(1, n_features + 1) ** -0.7
@@ -235,7 +235,7 @@ def test_transform_refuses_another_dimension_and_nan():
 
 
 def test_random_state_is_a_deprecated_name_of_seed(monkeypatch):
-    monkeypatch.setattr(vlad.search.whitening, "MAX_EXACT_SIDE", 10)
+    monkeypatch.setattr(vlad.search._whitening, "MAX_EXACT_SIDE", 10)
     vectors = np.random.default_rng(7).standard_normal((40, 30))
     by_seed = fit_whitening(vectors, 5, seed=3)
     with pytest.warns(FutureWarning, match="random_state is deprecated; use seed"):

@@ -15,8 +15,8 @@ Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 :func:`describe_file`. scikit-learn (:mod:`vlad.estimators`):
 :class:`VLADEncoder`, :class:`SIFTExtractor`, :class:`FeatureExtractor`. Accelerators
 (:mod:`vlad.backends`): :class:`JaxEncoder` (JAX), :class:`TorchEncoder`
-(PyTorch) and the trainable layers :class:`vlad.backends.torch.layer.NetVLAD`
-and :class:`vlad.backends.keras_layer.NetVLAD` (Keras 3).
+(PyTorch) and the trainable layers :class:`vlad.backends.torch.NetVLAD`
+and :class:`vlad.backends.keras.NetVLAD` (Keras 3).
 """
 
 import importlib
@@ -27,30 +27,30 @@ from vlad._version import __version__
 
 if TYPE_CHECKING:
     from vlad import datasets
-    from vlad.backends.jax.encoder import JaxEncoder
-    from vlad.backends.torch.encoder import TorchEncoder
-    from vlad.core.adaptation import CodebookAdapter, adapt_codebook
-    from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
-    from vlad.core.assignment import assign
-    from vlad.core.codebook import Codebook, fit_codebook
-    from vlad.core.descriptors import DescriptorSets
-    from vlad.core.encoding import encode
-    from vlad.core.nearest import assign_nearest, assignment_weights
-    from vlad.core.normalization import normalize
-    from vlad.core.options import EncodingOptions
-    from vlad.core.vocabularies import (
+    from vlad._info import describe_file
+    from vlad.backends.jax._encoder import JaxEncoder
+    from vlad.backends.torch._encoder import TorchEncoder
+    from vlad.core._adaptation import CodebookAdapter, adapt_codebook
+    from vlad.core._assignment import assign
+    from vlad.core._codebook import Codebook, fit_codebook
+    from vlad.core._descriptors import DescriptorSets
+    from vlad.core._encoding import encode
+    from vlad.core._nearest import assign_nearest, assignment_weights
+    from vlad.core._normalization import normalize
+    from vlad.core._options import EncodingOptions
+    from vlad.core._vocabularies import (
         fit_vocabularies,
         split_vocabularies,
         stack_vocabularies,
     )
+    from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
     from vlad.errors import VladError
-    from vlad.estimators.encoder import VLADEncoder
-    from vlad.estimators.feature_extractor import FeatureExtractor
-    from vlad.estimators.sift_extractor import SIFTExtractor
-    from vlad.formats.vectors import load_vectors, save_vectors
-    from vlad.images.files import ImageReadError, find_images, read_image
-    from vlad.images.sift import SiftOptions, extract_sift, root_sift
-    from vlad.info import describe_file
+    from vlad.estimators._encoder import VLADEncoder
+    from vlad.estimators._feature_extractor import FeatureExtractor
+    from vlad.estimators._sift_extractor import SIFTExtractor
+    from vlad.formats._vectors import load_vectors, save_vectors
+    from vlad.images._files import ImageReadError, find_images, read_image
+    from vlad.images._sift import SiftOptions, extract_sift, root_sift
     from vlad.pipeline import (
         BatchReport,
         EncodedImages,
@@ -109,43 +109,43 @@ __all__ = [
 # that ``import vlad`` and the command line's --help import none of NumPy,
 # OpenCV or scikit-learn.
 _EXPORTS = {
-    "JaxEncoder": "vlad.backends.jax.encoder",
-    "TorchEncoder": "vlad.backends.torch.encoder",
-    "CodebookAdapter": "vlad.core.adaptation",
-    "adapt_codebook": "vlad.core.adaptation",
+    "JaxEncoder": "vlad.backends.jax._encoder",
+    "TorchEncoder": "vlad.backends.torch._encoder",
+    "CodebookAdapter": "vlad.core._adaptation",
+    "adapt_codebook": "vlad.core._adaptation",
     "AGGREGATORS": "vlad.core.aggregators",
     "aggregate": "vlad.core.aggregators",
     "available_aggregators": "vlad.core.aggregators",
-    "assign": "vlad.core.assignment",
-    "Codebook": "vlad.core.codebook",
-    "fit_codebook": "vlad.core.codebook",
-    "DescriptorSets": "vlad.core.descriptors",
-    "encode": "vlad.core.encoding",
-    "assign_nearest": "vlad.core.nearest",
-    "assignment_weights": "vlad.core.nearest",
-    "normalize": "vlad.core.normalization",
-    "EncodingOptions": "vlad.core.options",
-    "fit_vocabularies": "vlad.core.vocabularies",
-    "split_vocabularies": "vlad.core.vocabularies",
-    "stack_vocabularies": "vlad.core.vocabularies",
-    "VLADEncoder": "vlad.estimators.encoder",
-    "FeatureExtractor": "vlad.estimators.feature_extractor",
-    "SIFTExtractor": "vlad.estimators.sift_extractor",
-    "describe_file": "vlad.info",
+    "assign": "vlad.core._assignment",
+    "Codebook": "vlad.core._codebook",
+    "fit_codebook": "vlad.core._codebook",
+    "DescriptorSets": "vlad.core._descriptors",
+    "encode": "vlad.core._encoding",
+    "assign_nearest": "vlad.core._nearest",
+    "assignment_weights": "vlad.core._nearest",
+    "normalize": "vlad.core._normalization",
+    "EncodingOptions": "vlad.core._options",
+    "fit_vocabularies": "vlad.core._vocabularies",
+    "split_vocabularies": "vlad.core._vocabularies",
+    "stack_vocabularies": "vlad.core._vocabularies",
+    "VLADEncoder": "vlad.estimators._encoder",
+    "FeatureExtractor": "vlad.estimators._feature_extractor",
+    "SIFTExtractor": "vlad.estimators._sift_extractor",
+    "describe_file": "vlad._info",
     "VladError": "vlad.errors",
-    "load_vectors": "vlad.formats.vectors",
-    "save_vectors": "vlad.formats.vectors",
+    "load_vectors": "vlad.formats._vectors",
+    "save_vectors": "vlad.formats._vectors",
     "BatchReport": "vlad.pipeline",
     "EncodedImages": "vlad.pipeline",
     "encode_images": "vlad.pipeline",
     "extract_images": "vlad.pipeline",
     "fit_codebook_to_images": "vlad.pipeline",
-    "ImageReadError": "vlad.images.files",
-    "find_images": "vlad.images.files",
-    "read_image": "vlad.images.files",
-    "SiftOptions": "vlad.images.sift",
-    "extract_sift": "vlad.images.sift",
-    "root_sift": "vlad.images.sift",
+    "ImageReadError": "vlad.images._files",
+    "find_images": "vlad.images._files",
+    "read_image": "vlad.images._files",
+    "SiftOptions": "vlad.images._sift",
+    "extract_sift": "vlad.images._sift",
+    "root_sift": "vlad.images._sift",
     "adapt_codebook_to_images": "vlad.pipeline",
     "fit_vocabularies_to_images": "vlad.pipeline",
 }

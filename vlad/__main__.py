@@ -1,6 +1,6 @@
 """``python -m vlad``: the ``vlad`` command line."""
 
-from vlad.cli.main import main
+from vlad.cli._main import main
 
 if __name__ == "__main__":
     main(prog_name="vlad")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.core.descriptors import DescriptorSets
-from vlad.core.validation import check_positive_int
+from vlad.core._descriptors import DescriptorSets
+from vlad.core._validation import check_positive_int
 from vlad.errors import VladError
 
 __all__ = ["make_descriptor_sets"]

@@ -36,7 +36,7 @@ Every image is shrunk so its longer side is at most ``max_side`` and stored
 as JPEG at :data:`~benchmarks.retrieval.transforms.STORED_QUALITY`; the
 queries are made from the shrunk original. The folder is built
 hidden beside ``OUT`` and takes its place when complete
-(:func:`vlad.formats.folders.replace_folder`).
+(:func:`vlad.formats._folders.replace_folder`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from benchmarks.retrieval.transforms import (
     query_rng,
     resize_to_max_side,
 )
-from vlad.formats.folders import replace_folder
+from vlad.formats._folders import replace_folder
 
 __all__ = [
     "DEFAULT_SOURCES",

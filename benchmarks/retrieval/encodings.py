@@ -31,9 +31,9 @@ import numpy as np
 import vlad
 from benchmarks.report import machine_info
 from benchmarks.retrieval.run import K, dataset_counts
-from vlad.core.codebook import DEFAULT_N_CLUSTERS
+from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.formats.files import atomic_write
+from vlad.formats._files import atomic_write
 from vlad.search import build_index
 
 __all__ = ["VARIANTS", "EncodingVariant", "format_table", "main", "run_variant"]
@@ -230,7 +230,7 @@ def time_from_images(
         sets, _ = _descriptors(dataset, work, variant.extraction, n_jobs)
         settings = {"n_clusters": DEFAULT_N_CLUSTERS, "seed": 0} | variant.codebook
         codebooks[variant.label] = vlad.fit_codebook(sets["database"], **settings)
-    n_images = len(vlad.images.files.find_images(dataset / "queries"))
+    n_images = len(vlad.images._files.find_images(dataset / "queries"))
     seconds = {variant.label: [] for variant in variants}
     for _ in range(repeats):
         for variant in variants:

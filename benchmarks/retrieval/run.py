@@ -29,11 +29,11 @@ import numpy as np
 
 import vlad
 from benchmarks.report import machine_info
-from vlad.core.codebook import DEFAULT_N_CLUSTERS
+from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.formats.files import atomic_write
+from vlad.formats._files import atomic_write
 from vlad.search import QueryExpansion, build_index
-from vlad.search.reranking import rerank_spatially
+from vlad.search._reranking import rerank_spatially
 
 __all__ = ["Prepared", "dataset_counts", "main", "prepare", "run_variants"]
 

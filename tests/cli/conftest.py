@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from photos import DATA, FAST_OPTIONS
 
-from vlad.cli.main import main
+from vlad.cli._main import main
 
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
 

@@ -13,7 +13,7 @@ import pytest
 from photos import DATA, MESSY_NAMES, MESSY_SKIPPED, PHOTOS, make_messy_folder
 
 import vlad
-from vlad.formats.vectors import load_vectors
+from vlad.formats._vectors import load_vectors
 
 from .conftest import FAST, run
 
@@ -26,7 +26,7 @@ def test_the_main_job_writes_vectors_names_and_a_report(main_job):
     assert names == PHOTOS
     codebook = vlad.Codebook.load(folder / "codebook.npz")
     assert record["codebook"]["fingerprint"] == codebook.fingerprint
-    assert record["descriptor"] == vlad.images.sift.SiftOptions().record()
+    assert record["descriptor"] == vlad.images._sift.SiftOptions().record()
     assert record["encoding"] == {
         "aggregator": "auto",
         "power": 1.0,

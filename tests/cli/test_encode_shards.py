@@ -15,7 +15,7 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
-from vlad.pipeline.vector_shards import encode_images_to_folder
+from vlad.pipeline._vector_shards import encode_images_to_folder
 
 from .conftest import run
 
@@ -156,7 +156,7 @@ def test_ctrl_c_says_what_was_kept_and_resume_finishes_it(
 ):
     """Interrupted after its first shard: the message says the finished shards
     stay and --resume finishes the folder; the resumed run says it kept one."""
-    from vlad.formats.shards import ShardWriter
+    from vlad.formats._shards import ShardWriter
 
     write = ShardWriter.write
 

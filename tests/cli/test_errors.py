@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vlad.cli.reporting import USER_ERRORS
+from vlad.cli._reporting import USER_ERRORS
 from vlad.errors import VladError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: A command whose library call raises the error named by its argument.
 COMMAND = """
 import click
-from vlad.cli.reporting import library_errors
+from vlad.cli._reporting import library_errors
 from vlad.errors import VladError
 
 ERRORS = {"type": TypeError, "value": ValueError, "vlad": VladError, "os": OSError}

@@ -17,8 +17,8 @@ from photos import DATA
 
 import vlad
 from benchmarks.scale import make_photos
-from vlad.formats.descriptor_files import read_descriptor_file
-from vlad.pipeline.descriptor_shards import extract_images_to_folder
+from vlad.formats._descriptor_files import read_descriptor_file
+from vlad.pipeline._descriptor_shards import extract_images_to_folder
 
 from .conftest import FAST, run
 

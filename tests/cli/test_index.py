@@ -8,8 +8,8 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
-import vlad.search.exact
-from vlad.formats.vectors import load_vectors
+import vlad.search._exact
+from vlad.formats._vectors import load_vectors
 from vlad.search import build_index, load_index
 
 from .conftest import run
@@ -122,7 +122,7 @@ def test_an_interrupted_index_leaves_no_partial_folder(
         path.write_bytes(b"\x93NUMPY")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(vlad.search.exact.ExactStore, "save", interrupted)
+    monkeypatch.setattr(vlad.search._exact.ExactStore, "save", interrupted)
     result = run("index", vectors_path, "-o", tmp_path / "new", exit_code=130)
     assert result.stderr.endswith(
         "interrupted; outputs written before are kept, the one being written was "

@@ -14,14 +14,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from vlad.cli.main import COMMANDS, main
+from vlad.cli._main import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The modules imported by ``vlad ARGS``, printed as JSON.
 IMPORTED = """
 import json, sys
-from vlad.cli.main import main
+from vlad.cli._main import main
 try:
     main(sys.argv[1:], prog_name="vlad")
 except SystemExit:
@@ -49,9 +49,9 @@ def test_vlad_help_imports_no_command_and_no_library_module():
         "vlad",
         "vlad._version",
         "vlad.cli",
-        "vlad.cli.main",
+        "vlad.cli._main",
         "vlad.formats",
-        "vlad.formats.names",
+        "vlad.formats._names",
     ]
     for heavy in ("numpy", "cv2", "scipy", "sklearn"):
         assert heavy not in imported
@@ -60,8 +60,8 @@ def test_vlad_help_imports_no_command_and_no_library_module():
 def test_a_command_s_help_imports_that_command_alone():
     imported = modules_imported_by("info", "--help")
     commands = {name for name in imported if name.startswith("vlad.cli.")}
-    assert "vlad.cli.info" in commands
-    assert not commands & {"vlad.cli.search", "vlad.cli.fit", "vlad.cli.extract"}
+    assert "vlad.cli._info" in commands
+    assert not commands & {"vlad.cli._search", "vlad.cli._fit", "vlad.cli._extract"}
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

@@ -14,7 +14,7 @@ import pytest
 from photos import DATA, make_messy_folder
 
 import vlad
-from vlad.formats.vectors import load_vectors
+from vlad.formats._vectors import load_vectors
 
 from .conftest import run
 

@@ -14,9 +14,9 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
-from vlad.formats.vectors import load_vectors
+from vlad.formats._vectors import load_vectors
 from vlad.search import QueryExpansion, load_index, read_rankings
-from vlad.search.spatial import spatial_rerank
+from vlad.search._spatial import spatial_rerank
 
 from .conftest import FAST, run
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vlad.cli.main import main
-from vlad.formats.vectors import load_vectors
+from vlad.cli._main import main
+from vlad.formats._vectors import load_vectors
 
 #: Outcomes of the cases that ran: "clear error", "skipped and reported",
 #: "handled" (a valid result).

@@ -12,7 +12,7 @@ from photos import DATA
 
 import vlad
 from hostile.conftest import record
-from vlad.core.finite import SAFE_MAGNITUDE
+from vlad.core._finite import SAFE_MAGNITUDE
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(30, 4)).astype(np.float32)

@@ -32,7 +32,7 @@ from hostile.conftest import (
     temporary_files,
 )
 from hostile.makers import encoded
-from vlad.formats.files import atomic_writes
+from vlad.formats._files import atomic_writes
 
 #: Images x descriptors of the descriptors file encoded under fire: with 64
 #: centres, 1500 x 8192 float32 vectors (49 MB), so that writing takes a while.
@@ -199,12 +199,12 @@ def test_a_full_disk_is_one_line_and_leaves_no_file(big_job, tmp_path):
 FALLBACK_WRITE = """
     import os, signal, resource, sys
     import numpy as np
-    import vlad.core.writing as writing
+    import vlad.core._writing as writing
     # The hidden temporary files of systems without O_TMPFILE.
     writing._unnamed_file = lambda folder: None
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
-    from vlad.formats.vectors import save_vectors
+    from vlad.formats._vectors import save_vectors
     names = [str(i) for i in range(100)]
     try:
         save_vectors(sys.argv[1], np.ones((100, 8192)), names, {})

@@ -20,7 +20,7 @@ from hostile.conftest import (
     run_vlad,
 )
 from hostile.makers import encoded
-from vlad.images.files import find_images, walk_images
+from vlad.images._files import find_images, walk_images
 
 JPEG = encoded(".jpg")
 

@@ -27,8 +27,8 @@ from hostile.makers import (
     webp_of_size,
     with_jfif_revision,
 )
-from vlad.images.decoder_messages import capture_decoder_messages
-from vlad.images.files import ImageReadError, read_image
+from vlad.images._decoder_messages import capture_decoder_messages
+from vlad.images._files import ImageReadError, read_image
 
 GREY = np.ascontiguousarray(PHOTO[:, :, 1])
 JPEG = encoded(".jpg")

@@ -34,7 +34,7 @@ from hostile.makers import (
     record_archive,
     zip_bomb_npz,
 )
-from vlad.formats.descriptor_files import read_descriptor_file
+from vlad.formats._descriptor_files import read_descriptor_file
 
 RNG = np.random.default_rng(0)
 DESCRIPTORS = RNG.random((40, 128), dtype=np.float32)

@@ -16,7 +16,7 @@ import pytest
 
 import vlad
 from hostile.conftest import check_no_traceback, record, run_vlad
-from vlad.formats.folders import remove_stale_folders, replace_folder
+from vlad.formats._folders import remove_stale_folders, replace_folder
 
 #: ``vlad ARGS`` in a process that sends itself SIGNAL at a point of the
 #: replacement: just after the first move of the old index (HOW=aside, with
@@ -25,7 +25,7 @@ from vlad.formats.folders import remove_stale_folders, replace_folder
 #: once.
 SIGNALLED = """
     import os, shutil, signal, sys
-    import vlad.formats.folders as folders
+    import vlad.formats._folders as folders
     how, sent, index = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3]
     if how == "aside":
         folders._exchange = lambda first, second: False
@@ -42,7 +42,7 @@ SIGNALLED = """
             os.kill(os.getpid(), sent)
             remove(path, *args, **options)
         shutil.rmtree = rmtree
-    from vlad.cli.main import main
+    from vlad.cli._main import main
     main(sys.argv[4:], prog_name="vlad")
 """
 

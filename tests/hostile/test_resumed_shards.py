@@ -11,7 +11,7 @@ import pytest
 from photos import DATA
 
 from hostile.conftest import invoke, record
-from vlad.pipeline.descriptor_shards import extract_images_to_folder
+from vlad.pipeline._descriptor_shards import extract_images_to_folder
 
 OPTIONS = {"max_side": 128}
 

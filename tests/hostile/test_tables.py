@@ -12,7 +12,7 @@ import pytest
 
 import vlad
 from hostile.conftest import assert_one_line_error, invoke, record
-from vlad.search.results import FORMAT, FORMAT_VERSION
+from vlad.search._results import FORMAT, FORMAT_VERSION
 
 #: Names that clear the screen, set the window's title, add a column and (in
 #: a folder of shards, whose names are JSON) a line, and hold an undecodable
@@ -31,7 +31,7 @@ def test_search_table_escapes_names(tmp_path):
         assert controls == [], row
         fields = row.split(b"\t")
         assert len(fields) == 4 and fields[0] == fields[3]
-        assert fields[0].decode() == vlad.formats.names.printable(name)
+        assert fields[0].decode() == vlad.formats._names.printable(name)
     assert b"b\\x1b]0;owned\\x07\\x09forged.jpg" in shown.stdout_bytes
     record("handled")
 
@@ -71,7 +71,7 @@ def test_evaluate_tables_escape_query_names_and_tags(tmp_path):
 
 
 def printed(text: str) -> str:
-    return vlad.formats.names.printable(text)
+    return vlad.formats._names.printable(text)
 
 
 @pytest.mark.parametrize("score", [math.nan, math.inf, "0.5", True])

@@ -17,9 +17,9 @@ import pytest
 from photos import DATA
 
 import vlad
-import vlad.core.writing as writing
+import vlad.core._writing as writing
 from hostile.conftest import check_no_traceback, record, temporary_files
-from vlad.formats.files import atomic_write
+from vlad.formats._files import atomic_write
 
 #: ``vlad ARGS`` in a process that sends itself a signal when it is about to
 #: rename a hidden temporary file onto an output: the instant between the
@@ -33,7 +33,7 @@ SIGNALLED_AT_RENAME = """
             os.kill(os.getpid(), sent)
         return rename(source, target, **options)
     os.replace = replace
-    from vlad.cli.main import main
+    from vlad.cli._main import main
     main(sys.argv[2:], prog_name="vlad")
 """
 

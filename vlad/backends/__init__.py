@@ -12,14 +12,34 @@ and each in a package of its own.
   :class:`vlad.TorchEncoder`, the trainable NetVLAD layer
   (:mod:`~.torch.layer`) and a ViT's patch tokens as descriptors
   (:mod:`~.torch.features`);
-- shared by several: :mod:`vlad.backends.layout` (how the device back-ends cut
+- shared by several: :mod:`vlad.backends._layout` (how the device back-ends cut
   a batch into chunks of rows and summation blocks),
-  :mod:`vlad.backends.device_encoder` (what the device encoders share),
-  :mod:`vlad.backends.netvlad` (the NetVLAD layers' initialisation from a
-  codebook) and :mod:`vlad.backends.keras_layer` (the NetVLAD layer for
+  :mod:`vlad.backends._device_encoder` (what the device encoders share),
+  :mod:`vlad.backends._netvlad` (the NetVLAD layers' initialisation from a
+  codebook) and :mod:`vlad.backends.keras._layer` (the NetVLAD layer for
   Keras 3, on any of its back-ends).
 
 :mod:`vlad.core` imports nothing from here: its aggregator registry names
 the back-ends' aggregators as ``"module:function"`` strings
 (:data:`vlad.core.aggregators.BACKEND_AGGREGATORS`), imported on first use.
 """
+
+from typing import TYPE_CHECKING
+
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.backends.jax._encoder import JaxEncoder
+    from vlad.backends.torch._encoder import TorchEncoder
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "JaxEncoder": "vlad.backends.jax._encoder",
+        "TorchEncoder": "vlad.backends.torch._encoder",
+    },
+)
+__all__ = [
+    "JaxEncoder",
+    "TorchEncoder",
+]

@@ -1,12 +1,35 @@
 """scikit-learn estimators over the library's functions.
 
-- :mod:`vlad.estimators.encoder`: :class:`vlad.VLADEncoder`, descriptor sets to
+- :mod:`vlad.estimators._encoder`: :class:`vlad.VLADEncoder`, descriptor sets to
   VLAD vectors;
-- :mod:`vlad.estimators.sift_extractor`: :class:`vlad.SIFTExtractor`, images to
+- :mod:`vlad.estimators._sift_extractor`: :class:`vlad.SIFTExtractor`, images to
   descriptor sets;
-- :mod:`vlad.estimators.feature_extractor`: :class:`vlad.FeatureExtractor`,
+- :mod:`vlad.estimators._feature_extractor`: :class:`vlad.FeatureExtractor`,
   images to descriptor sets made by any callable.
 
 They import scikit-learn's estimator machinery, so :mod:`vlad` loads them on
 first use.
 """
+
+from typing import TYPE_CHECKING
+
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.estimators._encoder import VLADEncoder
+    from vlad.estimators._feature_extractor import FeatureExtractor
+    from vlad.estimators._sift_extractor import SIFTExtractor
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "FeatureExtractor": "vlad.estimators._feature_extractor",
+        "SIFTExtractor": "vlad.estimators._sift_extractor",
+        "VLADEncoder": "vlad.estimators._encoder",
+    },
+)
+__all__ = [
+    "FeatureExtractor",
+    "SIFTExtractor",
+    "VLADEncoder",
+]

@@ -12,35 +12,75 @@ results file. The metrics of a single ranking are plain functions:
 :func:`precision_at_k`, :func:`reciprocal_rank`.
 """
 
-from vlad.evaluation.files import evaluate_files
-from vlad.evaluation.ground_truth import (
-    QueryTruth,
-    ground_truth_from_mapping,
-    load_ground_truth,
-)
-from vlad.evaluation.holidays import holidays_ground_truth, load_holidays_ground_truth
-from vlad.evaluation.metrics import (
-    average_precision,
-    average_precision_of_ranks,
-    precision_at_k,
-    recall_at_k,
-    reciprocal_rank,
-    relevant_ranks,
-    score_ranks,
-)
-from vlad.evaluation.revisited import (
-    REVISITED_PROTOCOLS,
-    load_revisited_ground_truth,
-    revisited_ground_truth,
-)
-from vlad.evaluation.scoring import DEFAULT_KS, Evaluation, QueryEvaluation, evaluate
+from typing import TYPE_CHECKING
 
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.evaluation._curves import mean_interpolated_precision
+    from vlad.evaluation._files import evaluate_files
+    from vlad.evaluation._ground_truth import (
+        QueryTruth,
+        ground_truth_from_mapping,
+        load_ground_truth,
+    )
+    from vlad.evaluation._holidays import (
+        holidays_ground_truth,
+        load_holidays_ground_truth,
+    )
+    from vlad.evaluation._metrics import (
+        average_precision,
+        average_precision_of_ranks,
+        precision_at_k,
+        recall_at_k,
+        reciprocal_rank,
+        relevant_ranks,
+        score_ranks,
+    )
+    from vlad.evaluation._revisited import (
+        REVISITED_PROTOCOLS,
+        load_revisited_ground_truth,
+        revisited_ground_truth,
+    )
+    from vlad.evaluation._scoring import (
+        DEFAULT_KS,
+        Evaluation,
+        QueryEvaluation,
+        evaluate,
+    )
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "DEFAULT_KS": "vlad.evaluation._scoring",
+        "Evaluation": "vlad.evaluation._scoring",
+        "QueryEvaluation": "vlad.evaluation._scoring",
+        "QueryTruth": "vlad.evaluation._ground_truth",
+        "REVISITED_PROTOCOLS": "vlad.evaluation._revisited",
+        "average_precision": "vlad.evaluation._metrics",
+        "average_precision_of_ranks": "vlad.evaluation._metrics",
+        "evaluate": "vlad.evaluation._scoring",
+        "evaluate_files": "vlad.evaluation._files",
+        "ground_truth_from_mapping": "vlad.evaluation._ground_truth",
+        "holidays_ground_truth": "vlad.evaluation._holidays",
+        "load_ground_truth": "vlad.evaluation._ground_truth",
+        "load_holidays_ground_truth": "vlad.evaluation._holidays",
+        "load_revisited_ground_truth": "vlad.evaluation._revisited",
+        "mean_interpolated_precision": "vlad.evaluation._curves",
+        "precision_at_k": "vlad.evaluation._metrics",
+        "recall_at_k": "vlad.evaluation._metrics",
+        "reciprocal_rank": "vlad.evaluation._metrics",
+        "relevant_ranks": "vlad.evaluation._metrics",
+        "revisited_ground_truth": "vlad.evaluation._revisited",
+        "score_ranks": "vlad.evaluation._metrics",
+    },
+)
 __all__ = [
     "DEFAULT_KS",
-    "REVISITED_PROTOCOLS",
     "Evaluation",
     "QueryEvaluation",
     "QueryTruth",
+    "REVISITED_PROTOCOLS",
     "average_precision",
     "average_precision_of_ranks",
     "evaluate",
@@ -50,6 +90,7 @@ __all__ = [
     "load_ground_truth",
     "load_holidays_ground_truth",
     "load_revisited_ground_truth",
+    "mean_interpolated_precision",
     "precision_at_k",
     "recall_at_k",
     "reciprocal_rank",

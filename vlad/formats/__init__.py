@@ -1,21 +1,67 @@
 """What vlad writes and reads on disk, never with pickles.
 
-- :mod:`vlad.formats.files`: the one reader of ``.npy`` and ``.npz`` files,
-  and record archives (from :mod:`vlad.core.files`);
-- :mod:`vlad.formats.writing`: atomic writes, never replacing a file that
+- :mod:`vlad.formats._files`: the one reader of ``.npy`` and ``.npz`` files,
+  and record archives (from :mod:`vlad.core._files`);
+- :mod:`vlad.formats._writing`: atomic writes, never replacing a file that
   appears meanwhile, leaving nothing behind when killed (from
-  :mod:`vlad.core.writing`);
-- :mod:`vlad.formats.vectors`: ``vectors.npy`` with its ``.names.txt`` and
+  :mod:`vlad.core._writing`);
+- :mod:`vlad.formats._vectors`: ``vectors.npy`` with its ``.names.txt`` and
   ``.json``;
-- :mod:`vlad.formats.shards`: folders of vector shards, committed by a
+- :mod:`vlad.formats._shards`: folders of vector shards, committed by a
   manifest written last;
-- :mod:`vlad.formats.names`: image names on disk, any file name;
-- :mod:`vlad.formats.descriptor_files`: descriptors given as a file.
+- :mod:`vlad.formats._names`: image names on disk, any file name;
+- :mod:`vlad.formats._descriptor_files`: descriptors given as a file.
 
 What any vlad file holds (``vlad info``), index folders and search results
-included, is told by :mod:`vlad.info`, above both this package and
+included, is told by :mod:`vlad._info`, above both this package and
 :mod:`vlad.search`.
 
 Codebooks and descriptor sets are saved by :meth:`vlad.Codebook.save` and
-:meth:`vlad.DescriptorSets.save` through :mod:`vlad.core.files`.
+:meth:`vlad.DescriptorSets.save` through :mod:`vlad.core._files`.
 """
+
+from typing import TYPE_CHECKING
+
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.formats._descriptor_shards import (
+        ShardedDescriptorSets,
+        open_descriptor_shards,
+    )
+    from vlad.formats._hloc import (
+        HlocLocalFeatures,
+        open_local_features,
+        read_global_features,
+        write_global_features,
+    )
+    from vlad.formats._shards import ShardedVectors, open_shards
+    from vlad.formats._vectors import load_vectors, save_vectors
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "HlocLocalFeatures": "vlad.formats._hloc",
+        "ShardedDescriptorSets": "vlad.formats._descriptor_shards",
+        "ShardedVectors": "vlad.formats._shards",
+        "load_vectors": "vlad.formats._vectors",
+        "open_descriptor_shards": "vlad.formats._descriptor_shards",
+        "open_local_features": "vlad.formats._hloc",
+        "open_shards": "vlad.formats._shards",
+        "read_global_features": "vlad.formats._hloc",
+        "save_vectors": "vlad.formats._vectors",
+        "write_global_features": "vlad.formats._hloc",
+    },
+)
+__all__ = [
+    "HlocLocalFeatures",
+    "ShardedDescriptorSets",
+    "ShardedVectors",
+    "load_vectors",
+    "open_descriptor_shards",
+    "open_local_features",
+    "open_shards",
+    "read_global_features",
+    "save_vectors",
+    "write_global_features",
+]

@@ -1,19 +1,19 @@
 """From image files to descriptors, one image at a time.
 
-- :mod:`vlad.images.files`: finding image files and decoding them;
-- :mod:`vlad.images.headers`: what an image file's header declares (format,
+- :mod:`vlad.images._files`: finding image files and decoding them;
+- :mod:`vlad.images._headers`: what an image file's header declares (format,
   size, transparency) and whether it is complete, before decoding;
-- :mod:`vlad.images.decoder_messages`: the decoders' messages on standard
+- :mod:`vlad.images._decoder_messages`: the decoders' messages on standard
   error, caught and told to the image that caused them where the caller
   asks for it (the ``vlad`` command does);
-- :mod:`vlad.images.sift`: OpenCV SIFT / RootSIFT (or AKAZE, ORB) descriptors
+- :mod:`vlad.images._sift`: OpenCV SIFT / RootSIFT (or AKAZE, ORB) descriptors
   of one image, and their options;
-- :mod:`vlad.images.detectors`: OpenCV's detectors by name, their thresholds,
+- :mod:`vlad.images._detectors`: OpenCV's detectors by name, their thresholds,
   and binary descriptors unpacked to 0/1 values;
-- :mod:`vlad.images.callables`: any Python callable as the extractor;
-- :mod:`vlad.images.extractors`: the options or the callable that describe a
+- :mod:`vlad.images._callables`: any Python callable as the extractor;
+- :mod:`vlad.images._extractors`: the options or the callable that describe a
   batch, checked against a codebook's;
-- :mod:`vlad.images.describe`: keypoints and descriptors of one image, by
+- :mod:`vlad.images._describe`: keypoints and descriptors of one image, by
   either.
 
 Folders of images (batches, codebooks fitted on them, folders of shards, Dask)
@@ -21,30 +21,50 @@ are :mod:`vlad.pipeline`'s; its public names are also found here, as they
 were in vlad 0.4's ``vlad.images`` sub-modules.
 """
 
-import importlib
+from typing import TYPE_CHECKING
 
-# Names that moved to vlad.pipeline, loaded on first use: vlad.pipeline imports
-# this package, so it cannot be imported here.
-_MOVED = {
-    "BatchReport",
-    "DESCRIPTOR_SHARD_IMAGES",
-    "ENCODE_CHUNK_IMAGES",
-    "EncodedImages",
-    "SHARD_IMAGES",
-    "adapt_codebook_to_images",
-    "dask_client",
-    "encode_images",
-    "encode_images_to_folder",
-    "extract_images",
-    "extract_images_to_folder",
-    "fit_codebook_to_images",
-    "fit_vocabularies_to_images",
-    "map_in_order",
-    "read_descriptor_sets",
-}
+from vlad._lazy import attach
 
+if TYPE_CHECKING:
+    from vlad.images._decoder_messages import capture_decoder_messages
+    from vlad.images._detectors import unpack_bits
+    from vlad.images._files import (
+        ImageReadError,
+        find_images,
+        read_image,
+        read_image_reduced,
+    )
+    from vlad.images._sift import (
+        DESCRIPTOR_PARAMETERS,
+        SiftOptions,
+        extract_sift,
+        root_sift,
+    )
 
-def __getattr__(name: str):
-    if name in _MOVED:
-        return getattr(importlib.import_module("vlad.pipeline"), name)
-    raise AttributeError(f"module 'vlad.images' has no attribute {name!r}")
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "DESCRIPTOR_PARAMETERS": "vlad.images._sift",
+        "ImageReadError": "vlad.images._files",
+        "SiftOptions": "vlad.images._sift",
+        "capture_decoder_messages": "vlad.images._decoder_messages",
+        "extract_sift": "vlad.images._sift",
+        "find_images": "vlad.images._files",
+        "read_image": "vlad.images._files",
+        "read_image_reduced": "vlad.images._files",
+        "root_sift": "vlad.images._sift",
+        "unpack_bits": "vlad.images._detectors",
+    },
+)
+__all__ = [
+    "DESCRIPTOR_PARAMETERS",
+    "ImageReadError",
+    "SiftOptions",
+    "capture_decoder_messages",
+    "extract_sift",
+    "find_images",
+    "read_image",
+    "read_image_reduced",
+    "root_sift",
+    "unpack_bits",
+]

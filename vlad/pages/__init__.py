@@ -9,11 +9,28 @@ correspondences. Thumbnails are made with Pillow (``pip install
 'vlad-toolkit[html]'``) and kept in a folder beside each page.
 """
 
-from vlad.pages.evaluation_page import write_evaluation_page
-from vlad.pages.matches import MatchesPicture, draw_matches, write_matches_picture
-from vlad.pages.search_page import PageReport, write_search_page
-from vlad.pages.thumbnails import ImageFolders
+from typing import TYPE_CHECKING
 
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.pages._evaluation_page import write_evaluation_page
+    from vlad.pages._matches import MatchesPicture, draw_matches, write_matches_picture
+    from vlad.pages._search_page import PageReport, write_search_page
+    from vlad.pages._thumbnails import ImageFolders
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "ImageFolders": "vlad.pages._thumbnails",
+        "MatchesPicture": "vlad.pages._matches",
+        "PageReport": "vlad.pages._search_page",
+        "draw_matches": "vlad.pages._matches",
+        "write_evaluation_page": "vlad.pages._evaluation_page",
+        "write_matches_picture": "vlad.pages._matches",
+        "write_search_page": "vlad.pages._search_page",
+    },
+)
 __all__ = [
     "ImageFolders",
     "MatchesPicture",

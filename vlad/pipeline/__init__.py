@@ -1,52 +1,88 @@
 """Folder-level work: batches of images, codebooks fitted on them, and runs
 into folders of shards, here or on a Dask cluster.
 
-- :mod:`vlad.pipeline.batch`: a batch of images described in order, what
+- :mod:`vlad.pipeline._batch`: a batch of images described in order, what
   became of each image reported;
-- :mod:`vlad.pipeline.extraction`: descriptors of folders, or read from a
+- :mod:`vlad.pipeline._extraction`: descriptors of folders, or read from a
   descriptors file;
-- :mod:`vlad.pipeline.encoding`: VLAD vectors of folders;
-- :mod:`vlad.pipeline.vocabularies`: codebooks (one vocabulary or several)
+- :mod:`vlad.pipeline._encoding`: VLAD vectors of folders;
+- :mod:`vlad.pipeline._vocabularies`: codebooks (one vocabulary or several)
   fitted on folders;
-- :mod:`vlad.pipeline.adaptation`: codebooks adapted to folders;
-- :mod:`vlad.pipeline.shard_runs`: the one engine of runs into a folder of
+- :mod:`vlad.pipeline._adaptation`: codebooks adapted to folders;
+- :mod:`vlad.pipeline._shard_runs`: the one engine of runs into a folder of
   shards (plan, make, commit, resume), run by a kind of shard;
-- :mod:`vlad.pipeline.image_shards`: what the kinds of shards of images share;
-- :mod:`vlad.pipeline.vector_shards`: folders of shards of VLAD vectors;
-- :mod:`vlad.pipeline.vector_kinds`: what those shards hold, of images or of
+- :mod:`vlad.pipeline._image_shards`: what the kinds of shards of images share;
+- :mod:`vlad.pipeline._vector_shards`: folders of shards of VLAD vectors;
+- :mod:`vlad.pipeline._vector_kinds`: what those shards hold, of images or of
   a descriptors file, and how one is made;
-- :mod:`vlad.pipeline.descriptor_shards`: folders of shards of descriptors and
+- :mod:`vlad.pipeline._descriptor_shards`: folders of shards of descriptors and
   keypoints;
-- :mod:`vlad.pipeline.cluster`: shards made on a Dask cluster;
-- :mod:`vlad.pipeline.codebook_fit`, :mod:`vlad.pipeline.index_build` and
-  :mod:`vlad.pipeline.search_run`: whole runs over files, as ``vlad fit``,
+- :mod:`vlad.pipeline._cluster`: shards made on a Dask cluster;
+- :mod:`vlad.pipeline._codebook_fit`, :mod:`vlad.pipeline._index_build` and
+  :mod:`vlad.pipeline._search_run`: whole runs over files, as ``vlad fit``,
   ``vlad index`` and ``vlad search`` make them.
 """
 
-from vlad.pipeline.adaptation import adapt_codebook_to_images
-from vlad.pipeline.batch import BatchReport
-from vlad.pipeline.cluster import dask_client
-from vlad.pipeline.codebook_fit import write_adapted_codebook, write_codebook
-from vlad.pipeline.descriptor_shards import (
-    DESCRIPTOR_SHARD_IMAGES,
-    extract_images_to_folder,
-)
-from vlad.pipeline.encoding import ENCODE_CHUNK_IMAGES, EncodedImages, encode_images
-from vlad.pipeline.extraction import extract_images, read_descriptor_sets
-from vlad.pipeline.index_build import write_index
-from vlad.pipeline.search_run import SearchRun, search_index
-from vlad.pipeline.vector_shards import SHARD_IMAGES, encode_images_to_folder
-from vlad.pipeline.vocabularies import (
-    fit_codebook_to_images,
-    fit_vocabularies_to_images,
-)
+from typing import TYPE_CHECKING
 
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.pipeline._adaptation import adapt_codebook_to_images
+    from vlad.pipeline._batch import BatchReport
+    from vlad.pipeline._cluster import dask_client
+    from vlad.pipeline._codebook_fit import write_adapted_codebook, write_codebook
+    from vlad.pipeline._descriptor_shards import (
+        DESCRIPTOR_SHARD_IMAGES,
+        extract_images_to_folder,
+    )
+    from vlad.pipeline._encoding import (
+        ENCODE_CHUNK_IMAGES,
+        EncodedImages,
+        encode_images,
+    )
+    from vlad.pipeline._extraction import extract_images, read_descriptor_sets
+    from vlad.pipeline._index_build import write_index
+    from vlad.pipeline._queries import read_asmk_queries, read_queries
+    from vlad.pipeline._search_run import SearchRun, search_index
+    from vlad.pipeline._vector_shards import SHARD_IMAGES, encode_images_to_folder
+    from vlad.pipeline._vocabularies import (
+        fit_codebook_to_images,
+        fit_vocabularies_to_images,
+    )
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "BatchReport": "vlad.pipeline._batch",
+        "DESCRIPTOR_SHARD_IMAGES": "vlad.pipeline._descriptor_shards",
+        "ENCODE_CHUNK_IMAGES": "vlad.pipeline._encoding",
+        "EncodedImages": "vlad.pipeline._encoding",
+        "SHARD_IMAGES": "vlad.pipeline._vector_shards",
+        "SearchRun": "vlad.pipeline._search_run",
+        "adapt_codebook_to_images": "vlad.pipeline._adaptation",
+        "dask_client": "vlad.pipeline._cluster",
+        "encode_images": "vlad.pipeline._encoding",
+        "encode_images_to_folder": "vlad.pipeline._vector_shards",
+        "extract_images": "vlad.pipeline._extraction",
+        "extract_images_to_folder": "vlad.pipeline._descriptor_shards",
+        "fit_codebook_to_images": "vlad.pipeline._vocabularies",
+        "fit_vocabularies_to_images": "vlad.pipeline._vocabularies",
+        "read_asmk_queries": "vlad.pipeline._queries",
+        "read_descriptor_sets": "vlad.pipeline._extraction",
+        "read_queries": "vlad.pipeline._queries",
+        "search_index": "vlad.pipeline._search_run",
+        "write_adapted_codebook": "vlad.pipeline._codebook_fit",
+        "write_codebook": "vlad.pipeline._codebook_fit",
+        "write_index": "vlad.pipeline._index_build",
+    },
+)
 __all__ = [
+    "BatchReport",
     "DESCRIPTOR_SHARD_IMAGES",
     "ENCODE_CHUNK_IMAGES",
-    "SHARD_IMAGES",
-    "BatchReport",
     "EncodedImages",
+    "SHARD_IMAGES",
     "SearchRun",
     "adapt_codebook_to_images",
     "dask_client",
@@ -56,7 +92,9 @@ __all__ = [
     "extract_images_to_folder",
     "fit_codebook_to_images",
     "fit_vocabularies_to_images",
+    "read_asmk_queries",
     "read_descriptor_sets",
+    "read_queries",
     "search_index",
     "write_adapted_codebook",
     "write_codebook",

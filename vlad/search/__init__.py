@@ -9,14 +9,47 @@ returns :class:`SearchResults`. :func:`search_exact` is the exact search alone.
 by the aggregated selective match kernel (ASMK, ASMK*) instead.
 """
 
-from vlad.search.asmk import ASMKIndex, build_asmk_index
-from vlad.search.asmk_files import is_asmk_index, load_asmk_index
-from vlad.search.exact import search_exact
-from vlad.search.expansion import QueryExpansion, augment_database, expand_queries
-from vlad.search.index import VectorIndex, build_index, load_index
-from vlad.search.results import QueryResult, SearchResults, read_rankings
-from vlad.search.whitening import PCAWhitening, fit_whitening
+from typing import TYPE_CHECKING
 
+from vlad._lazy import attach
+
+if TYPE_CHECKING:
+    from vlad.search._asmk import ASMKIndex, build_asmk_index
+    from vlad.search._asmk_files import is_asmk_index, load_asmk_index
+    from vlad.search._exact import search_exact
+    from vlad.search._expansion import QueryExpansion, augment_database, expand_queries
+    from vlad.search._index import VectorIndex, build_index, load_index
+    from vlad.search._reranking import rerank_spatially
+    from vlad.search._results import QueryResult, SearchResults, read_rankings
+    from vlad.search._spatial import inlier_matches, spatial_rerank
+    from vlad.search._streamed_index import index_shards
+    from vlad.search._whitening import PCAWhitening, fit_whitening
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "ASMKIndex": "vlad.search._asmk",
+        "PCAWhitening": "vlad.search._whitening",
+        "QueryExpansion": "vlad.search._expansion",
+        "QueryResult": "vlad.search._results",
+        "SearchResults": "vlad.search._results",
+        "VectorIndex": "vlad.search._index",
+        "augment_database": "vlad.search._expansion",
+        "build_asmk_index": "vlad.search._asmk",
+        "build_index": "vlad.search._index",
+        "expand_queries": "vlad.search._expansion",
+        "fit_whitening": "vlad.search._whitening",
+        "index_shards": "vlad.search._streamed_index",
+        "inlier_matches": "vlad.search._spatial",
+        "is_asmk_index": "vlad.search._asmk_files",
+        "load_asmk_index": "vlad.search._asmk_files",
+        "load_index": "vlad.search._index",
+        "read_rankings": "vlad.search._results",
+        "rerank_spatially": "vlad.search._reranking",
+        "search_exact": "vlad.search._exact",
+        "spatial_rerank": "vlad.search._spatial",
+    },
+)
 __all__ = [
     "ASMKIndex",
     "PCAWhitening",
@@ -29,9 +62,13 @@ __all__ = [
     "build_index",
     "expand_queries",
     "fit_whitening",
+    "index_shards",
+    "inlier_matches",
     "is_asmk_index",
     "load_asmk_index",
     "load_index",
     "read_rankings",
+    "rerank_spatially",
     "search_exact",
+    "spatial_rerank",
 ]

@@ -1,16 +1,18 @@
 """The JAX back-end; JAX itself imported on first use, with an error that
 says how to install it (:func:`import_jax`).
 
-- :mod:`vlad.backends.jax.kernels`: the jitted kernels;
-- :mod:`vlad.backends.jax.batches`: the host side of a batch (chunks of rows
+- :mod:`vlad.backends.jax._kernels`: the jitted kernels;
+- :mod:`vlad.backends.jax._batches`: the host side of a batch (chunks of rows
   sent to the device, summation blocks);
-- :mod:`vlad.backends.jax.aggregator`: the ``jax`` aggregator;
-- :mod:`vlad.backends.jax.encoder`: :class:`vlad.JaxEncoder`.
+- :mod:`vlad.backends.jax._aggregator`: the ``jax`` aggregator;
+- :mod:`vlad.backends.jax._encoder`: :class:`vlad.JaxEncoder`.
 """
 
 from __future__ import annotations
 
-__all__ = ["import_jax"]
+from typing import TYPE_CHECKING
+
+from vlad._lazy import attach
 
 
 def import_jax():
@@ -23,3 +25,18 @@ def import_jax():
             "install it with: pip install 'vlad-toolkit[jax]'"
         ) from None
     return jax
+
+
+if TYPE_CHECKING:
+    from vlad.backends.jax._encoder import JaxEncoder
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "JaxEncoder": "vlad.backends.jax._encoder",
+    },
+)
+__all__ = [
+    "JaxEncoder",
+    "import_jax",
+]

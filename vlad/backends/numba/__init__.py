@@ -1,9 +1,9 @@
 """The numba back-end: compiled loops, loaded on first use (numba is
 optional).
 
-- :mod:`vlad.backends.numba.kernels`: the compiled loops themselves;
-- :mod:`vlad.backends.numba.aggregator`: the ``numba`` aggregator;
-- :mod:`vlad.backends.numba.fused`: :func:`vlad.encode`'s pass with
+- :mod:`vlad.backends.numba._kernels`: the compiled loops themselves;
+- :mod:`vlad.backends.numba._aggregator`: the ``numba`` aggregator;
+- :mod:`vlad.backends.numba._fused`: :func:`vlad.encode`'s pass with
   assignment and aggregation fused.
 
 This module loads the kernels (:func:`numba_kernels`) and imports numba only
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["numba_kernels"]
+from vlad._lazy import attach
 
 
 def numba_kernels() -> ModuleType:
@@ -36,4 +36,13 @@ def numba_kernels() -> ModuleType:
             "the 'numba' aggregator requires numba; install it with: "
             "pip install 'vlad-toolkit[numba]'"
         ) from None
-    return importlib.import_module("vlad.backends.numba.kernels")
+    return importlib.import_module("vlad.backends.numba._kernels")
+
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {},
+)
+__all__ = [
+    "numba_kernels",
+]

@@ -1,12 +1,12 @@
 """The PyTorch back-end; PyTorch itself imported on first use
 (:func:`import_torch`), and full float32 precision for products.
 
-- :mod:`vlad.backends.torch.kernels`: distances, residual sums and
+- :mod:`vlad.backends.torch._kernels`: distances, residual sums and
   normalisation on tensors;
-- :mod:`vlad.backends.torch.aggregator`: the ``torch`` aggregator;
-- :mod:`vlad.backends.torch.encoder`: :class:`vlad.TorchEncoder`;
-- :mod:`vlad.backends.torch.layer`: the trainable NetVLAD layer;
-- :mod:`vlad.backends.torch.features`: a vision transformer's patch tokens as
+- :mod:`vlad.backends.torch._aggregator`: the ``torch`` aggregator;
+- :mod:`vlad.backends.torch._encoder`: :class:`vlad.TorchEncoder`;
+- :mod:`vlad.backends.torch._layer`: the trainable NetVLAD layer;
+- :mod:`vlad.backends.torch._features`: a vision transformer's patch tokens as
   local descriptors.
 
 On NVIDIA GPUs PyTorch may compute float32 matrix products in TF32 (10-bit
@@ -21,10 +21,10 @@ afterwards, however calls from several threads overlap.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
-from vlad.core.parallel import SharedThreadLimit
-
-__all__ = ["full_float32_matmul", "import_torch"]
+from vlad._lazy import attach
+from vlad.core._parallel import SharedThreadLimit
 
 
 def import_torch():
@@ -84,3 +84,25 @@ def full_float32_matmul() -> contextlib.AbstractContextManager[None]:
     'tf32'
     """
     return _FULL_PRECISION.held()
+
+
+if TYPE_CHECKING:
+    from vlad.backends.torch._encoder import TorchEncoder
+    from vlad.backends.torch._features import PatchTokens
+    from vlad.backends.torch._layer import NetVLAD
+
+__getattr__, __dir__ = attach(
+    __name__,
+    {
+        "NetVLAD": "vlad.backends.torch._layer",
+        "PatchTokens": "vlad.backends.torch._features",
+        "TorchEncoder": "vlad.backends.torch._encoder",
+    },
+)
+__all__ = [
+    "NetVLAD",
+    "PatchTokens",
+    "TorchEncoder",
+    "full_float32_matmul",
+    "import_torch",
+]

@@ -24,13 +24,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core.aggregators.loop import aggregate_loop
-from vlad.core.aggregators.masked import aggregate_masked
-from vlad.core.aggregators.ragged_cumsum import aggregate_ragged_cumsum
-from vlad.core.aggregators.sparse import aggregate_sparse
-from vlad.core.aggregators.ufunc_at import aggregate_ufunc_at
-from vlad.core.finite import check_residuals, restore_scale, run_in_range
-from vlad.core.validation import (
+from vlad.core._finite import check_residuals, restore_scale, run_in_range
+from vlad.core._validation import (
     all_finite,
     as_float_matrix,
     as_labels,
@@ -38,6 +33,11 @@ from vlad.core.validation import (
     check_finite,
     check_n_features,
 )
+from vlad.core.aggregators._loop import aggregate_loop
+from vlad.core.aggregators._masked import aggregate_masked
+from vlad.core.aggregators._ragged_cumsum import aggregate_ragged_cumsum
+from vlad.core.aggregators._sparse import aggregate_sparse
+from vlad.core.aggregators._ufunc_at import aggregate_ufunc_at
 from vlad.errors import VladError
 
 __all__ = [
@@ -83,18 +83,18 @@ class BackendAggregator(NamedTuple):
 BACKEND_AGGREGATORS: dict[str, BackendAggregator] = {
     "numba": BackendAggregator(
         "numba",
-        "vlad.backends.numba.aggregator:aggregate_numba",
+        "vlad.backends.numba._aggregator:aggregate_numba",
         "vlad.backends.numba:numba_kernels",
-        fused="vlad.backends.numba.fused:encode_blocks",
+        fused="vlad.backends.numba._fused:encode_blocks",
     ),
     "jax": BackendAggregator(
         "jax",
-        "vlad.backends.jax.aggregator:aggregate_jax",
+        "vlad.backends.jax._aggregator:aggregate_jax",
         "vlad.backends.jax:import_jax",
     ),
     "torch": BackendAggregator(
         "torch",
-        "vlad.backends.torch.aggregator:aggregate_torch",
+        "vlad.backends.torch._aggregator:aggregate_torch",
         "vlad.backends.torch:import_torch",
     ),
 }
@@ -123,7 +123,7 @@ def _backend_aggregator(name: str) -> Aggregator:
 def fused_encoder(name: str | None) -> Callable | None:
     """:func:`vlad.encode`'s pass of aggregator ``name`` fused with assignment,
     in one pass over the descriptors (see
-    :func:`vlad.backends.numba.fused.encode_blocks`), or None when it has
+    :func:`vlad.backends.numba._fused.encode_blocks`), or None when it has
     none."""
     backend = BACKEND_AGGREGATORS.get(name)
     if backend is None or backend.fused is None:

@@ -1,0 +1,220 @@
+"""``vlad index``: an index of VLAD vectors, or an ASMK inverted file of local
+descriptors, for ``vlad search``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from vlad.cli._options import overwrite_option, verbosity_options
+from vlad.cli._reporting import count, library_errors
+from vlad.pipeline._index_build import write_index
+
+__all__ = ["index"]
+
+logger = logging.getLogger("vlad.cli")
+
+
+#: Options of each method that the other refuses.
+_VLAD_ONLY = ("pca", "whiten", "factory", "parameters", "augment", "augment_alpha")
+_ASMK_ONLY = ("codebook", "binary", "alpha", "threshold", "idf")
+
+
+@click.command(short_help="Index VLAD vectors (or descriptors, by ASMK) for search.")
+@click.argument(
+    "vectors", metavar="INPUT", type=click.Path(exists=True, path_type=Path)
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Index folder to write.",
+)
+@click.option(
+    "--pca",
+    type=click.IntRange(min=1),
+    help="Learn a PCA-whitening to this many dimensions on the vectors.",
+)
+@click.option(
+    "--whiten",
+    type=click.FloatRange(0.0, 1.0),
+    is_flag=False,
+    flag_value=1.0,
+    help="Whitening power: 1 (alone: --whiten) whitens fully, 0 only projects. "
+    "Default 1 with --pca.",
+)
+@click.option(
+    "--factory",
+    help="faiss index_factory string for approximate or compressed search, such "
+    'as "IVF256,PQ32" or "HNSW32" (needs pip install \'vlad-toolkit[faiss]\'); default '
+    "exact search.",
+)
+@click.option(
+    "--parameters",
+    help='faiss search parameters kept with the index, such as "nprobe=16".',
+)
+@click.option(
+    "--augment",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Database-side augmentation: average each vector with this many of "
+    "its nearest neighbours (0: none).",
+)
+@click.option(
+    "--augment-alpha",
+    type=click.FloatRange(min=0.0),
+    default=3.0,
+    show_default=True,
+    help="Neighbour weight is similarity to this power (0: plain average).",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["vlad", "asmk"]),
+    default="vlad",
+    show_default=True,
+    help="vlad: index VLAD vectors; asmk: index local descriptors in an inverted "
+    "file searched by the aggregated selective match kernel (needs --codebook, "
+    "of thousands of words).",
+)
+@click.option(
+    "-c",
+    "--codebook",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="With --method asmk: the visual words (kept in the index).",
+)
+@click.option(
+    "--binary/--full",
+    default=True,
+    show_default=True,
+    help="With --method asmk: keep the sign bits of each aggregated residual "
+    "(ASMK*, F/8 bytes a word) or the whole residual (ASMK, 4F bytes).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="With --method asmk: selectivity exponent of word similarities.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(-1.0, 1.0, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="With --method asmk: word similarities below it count 0.",
+)
+@click.option(
+    "--idf",
+    is_flag=True,
+    help="With --method asmk: weigh words by inverse document frequency.",
+)
+@overwrite_option
+@verbosity_options
+@click.pass_context
+def index(
+    ctx: click.Context,
+    vectors: Path,
+    output: Path,
+    pca: int | None,
+    whiten: float | None,
+    factory: str | None,
+    parameters: str | None,
+    augment: int,
+    augment_alpha: float,
+    method: str,
+    codebook: Path | None,
+    binary: bool,
+    alpha: float,
+    threshold: float,
+    idf: bool,
+    overwrite: bool,
+    verbosity: int,
+) -> None:
+    """Index the VLAD vectors of "vlad encode" (INPUT.npy, its names beside
+    it, or a folder of shards) or hloc's global features (INPUT.h5, from
+    "vlad encode" or hloc's NetVLAD...) for "vlad search"; or, with --method
+    asmk, the descriptors of "vlad extract" (INPUT.npz or a folder of shards).
+
+    ASMK assigns each descriptor to its nearest word and keeps, per image
+    and word, the sum of their residuals; a query's words are compared
+    with those of the images holding them.
+
+    Images without descriptors (all-zero vectors) are kept by name but never
+    returned as matches. The folder is written whole or not at all. A folder
+    of shards is read a shard at a time (a faiss index is trained on a
+    uniform sample of 50,000 vectors, then filled), unless --pca, --whiten or
+    --augment, which need every vector at once, are given.
+
+    \b
+    Example:
+        vlad index vectors.npy -o index --pca 128 --whiten
+        vlad index vectors.npy -o index --factory "IVF256,PQ32"
+        vlad index descriptors.npz --method asmk -c codebook.npz -o index
+    """
+    if output.exists() and not overwrite:
+        raise click.ClickException(
+            f"{output} already exists; pass --overwrite to replace it"
+        )
+    _check_method_options(ctx, method)
+    with library_errors():
+        built = write_index(
+            vectors,
+            output,
+            method=method,
+            pca=pca,
+            whiten=whiten,
+            factory=factory,
+            parameters=parameters,
+            augment=augment,
+            augment_alpha=augment_alpha,
+            codebook=codebook,
+            binary=binary,
+            alpha=alpha,
+            threshold=threshold,
+            idf=idf,
+            overwrite=overwrite,
+        )
+    if method == "asmk":
+        logger.info(
+            "wrote an %s index of %s (%s words, %s, %d bytes each) to %s",
+            "ASMK*" if binary else "ASMK",
+            count(built.n_images, "image"),
+            f"{built.n_words:,}",
+            count(built.n_entries, "image word", "image words"),
+            built.bytes_per_entry,
+            output,
+        )
+    else:
+        search = "exact search" if built.factory is None else f"faiss {built.factory!r}"
+        logger.info(
+            "wrote an index of %s (%d dimensions, %s, %d bytes per image) to %s",
+            count(built.n_images, "image"),
+            built.dimension,
+            search,
+            built.bytes_per_image,
+            output,
+        )
+    if built.n_empty:
+        logger.info(
+            "%s no descriptors and will never match",
+            count(built.n_empty, "image") + (" has" if built.n_empty == 1 else " have"),
+        )
+
+
+def _check_method_options(ctx: click.Context, method: str) -> None:
+    """Refuse the options of the other method, or ASMK without a codebook."""
+    refused = _ASMK_ONLY if method == "vlad" else _VLAD_ONLY
+    given = [
+        name
+        for name in refused
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    ]
+    if given:
+        options = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise click.UsageError(f"{options} do not apply to --method {method}")
+    if method == "asmk" and ctx.params["codebook"] is None:
+        raise click.UsageError("--method asmk needs --codebook")

@@ -1,0 +1,251 @@
+"""``vlad search``: the best images of an index for each query."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import click
+
+from vlad.cli._options import (
+    deprecated_alias,
+    jobs_option,
+    overwrite_option,
+    verbosity_options,
+    verification_options,
+)
+from vlad.cli._page_options import PageOptions, page_options, write_results_page
+from vlad.cli._reporting import (
+    check_outputs,
+    count,
+    library_errors,
+    progress_bar,
+    report_skipped,
+)
+from vlad.formats._names import printable
+from vlad.pipeline._search_run import search_index
+from vlad.search._asmk_files import is_asmk_index
+from vlad.search._reranking import DEFAULT_DEPTH
+from vlad.search._results import RESULT_SUFFIXES, SearchResults
+from vlad.search._spatial import MIN_INLIERS
+
+__all__ = ["search"]
+
+logger = logging.getLogger("vlad.cli")
+
+
+def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
+    if value is not None and value.suffix.lower() not in RESULT_SUFFIXES:
+        raise click.BadParameter(
+            f"must end in {', '.join(RESULT_SUFFIXES)}; got {str(value)!r}"
+        )
+    return value
+
+
+@click.command(short_help="Search an index with query vectors or images.")
+@click.argument(
+    "index_folder",
+    metavar="INDEX",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.argument(
+    "queries",
+    metavar="QUERY...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+)
+@click.option(
+    "-c",
+    "--codebook",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The index's codebook; needed when queries are images or descriptors.",
+)
+@click.option(
+    "--top",
+    "k",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Images per query.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=_check_results_suffix,
+    help="Results file: .json (ranks, scores, reasons), .csv "
+    "(query,rank,name,score) or .txt (pairs: 'query image' per line). "
+    "Default: a table on stdout.",
+)
+@click.option(
+    "--rerank",
+    type=click.Choice(["qe", "spatial"]),
+    multiple=True,
+    help="Re-rank: qe (query expansion), spatial (geometric verification "
+    "of local descriptor matches); both may be given, query expansion runs "
+    "first.",
+)
+@click.option(
+    "--qe-neighbours",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Results averaged into each query by --rerank qe.",
+)
+@click.option(
+    "--qe-alpha",
+    type=click.FloatRange(min=0.0),
+    default=3.0,
+    show_default=True,
+    help="Weight of a neighbour is its similarity to this power (0: average QE).",
+)
+@click.option(
+    "--rerank-depth",
+    type=click.IntRange(min=1),
+    default=DEFAULT_DEPTH,
+    show_default=True,
+    help="Results per query verified by --rerank spatial.",
+)
+@verification_options
+@click.option(
+    "--min-inliers",
+    type=click.IntRange(min=1),
+    default=MIN_INLIERS,
+    show_default=True,
+    help="Inliers that verify a result of --rerank spatial.",
+)
+@click.option(
+    "--database-descriptors",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The index images' descriptors file from \"vlad extract\" or hloc's "
+    "local features (.h5), with their keypoints, for --rerank spatial.",
+)
+@click.option(
+    "--parameters",
+    help='faiss search parameters for this search, such as "nprobe=32".',
+)
+@click.option(
+    "--multiple-assignment",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="ASMK index: words each query descriptor is assigned to (its nearest).",
+)
+@page_options(search=True)
+@jobs_option
+@overwrite_option
+@verbosity_options
+@deprecated_alias("-k", "--top", "k", "search", type=click.IntRange(min=1))
+def search(
+    index_folder: Path,
+    queries: tuple[Path, ...],
+    codebook: Path | None,
+    k: int,
+    output: Path | None,
+    rerank: tuple[str, ...],
+    qe_neighbours: int,
+    qe_alpha: float,
+    rerank_depth: int,
+    verification: dict,
+    min_inliers: int,
+    database_descriptors: Path | None,
+    parameters: str | None,
+    multiple_assignment: int,
+    page: PageOptions,
+    n_jobs: int | None,
+    overwrite: bool,
+    verbosity: int,
+) -> None:
+    """Search INDEX (from "vlad index") for the best images of each QUERY.
+
+    QUERY... is a vectors file or folder from "vlad encode" (or hloc's global
+    features, .h5), a descriptors file from "vlad extract" (or hloc's local
+    features, .h5), or image files and folders; descriptors and
+    images are encoded with --codebook as the index's vectors were. A query
+    without descriptors finds nothing, and says why. An ASMK index ("vlad
+    index --method asmk") takes descriptors or images, and holds its codebook
+    (--codebook, if given, must be the same).
+
+    \b
+    Examples:
+        vlad search index queries.npy --top 100 -o results.json
+        vlad search index photo.jpg -c codebook.npz --top 5
+        vlad search asmk-index queries.npz --top 100 -o results.json
+        vlad search index queries/ -c codebook.npz --rerank spatial \\
+            --database-descriptors descriptors.npz -o results.json
+        vlad search index queries/ -c codebook.npz --html results.html \\
+            --images photos/ --ground-truth ground_truth.json
+    """
+    if "spatial" in rerank and database_descriptors is None:
+        raise click.UsageError("--rerank spatial needs --database-descriptors")
+    check_outputs([path for path in (output, page.html) if path], overwrite)
+    asmk = is_asmk_index(index_folder)
+    if asmk and ("qe" in rerank or parameters is not None):
+        raise click.UsageError(
+            "--rerank qe and --parameters do not apply to an ASMK index"
+        )
+    label = "Describing queries" if asmk else "Encoding queries"
+    with library_errors():
+        with progress_bar(verbosity, label) as progress:
+            run = search_index(
+                index_folder,
+                queries,
+                codebook=codebook,
+                top=k,
+                rerank=rerank,
+                qe_neighbours=qe_neighbours,
+                qe_alpha=qe_alpha,
+                rerank_depth=rerank_depth,
+                min_inliers=min_inliers,
+                verification=verification,
+                database_descriptors=database_descriptors,
+                parameters=parameters,
+                multiple_assignment=multiple_assignment,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
+        if output is not None:
+            run.results.write(output)
+    if run.report is not None:
+        report_skipped(run.report, vectors=not asmk)
+    results = run.results
+    for note in results.notes:
+        logger.warning(note)
+    for result in results:
+        if result.reason:
+            logger.warning("%s: %s", result.query, result.reason)
+    if output is None:
+        _print_table(results)
+    else:
+        logger.info(
+            "wrote the best %s of %s to %s",
+            count(k, "image"),
+            count(len(results), "query", "queries"),
+            output,
+        )
+    if page.html is not None:
+        sets = None
+        if run.query_descriptors is not None:
+            sets = (run.query_descriptors, run.database_descriptors)
+        with library_errors():
+            write_results_page(page, results, queries, sets, n_jobs, verbosity)
+
+
+def _print_table(results: SearchResults) -> None:
+    """Query, rank, score and name, one result a line, on stdout.
+
+    Written as bytes, the file system's for each name: a name that is not
+    valid UTF-8 (kept with surrogate escapes) prints as the file's own name
+    instead of failing on a strict terminal; control characters (tabs and
+    line breaks too) are escaped, so that a name can neither drive the
+    terminal nor add a column or a line.
+    """
+    for result in results:
+        query = printable(result.query, keep_undecodable=True)
+        for rank, (name, score) in enumerate(
+            zip(result.names, result.scores, strict=True), start=1
+        ):
+            name = printable(name, keep_undecodable=True)
+            click.echo(os.fsencode(f"{query}\t{rank}\t{score:.4f}\t{name}"))

@@ -1,0 +1,269 @@
+"""K-means back-ends for codebooks: scikit-learn, faiss and spherical k-means.
+
+Each back-end is a function with one signature,
+``(training, n_clusters, *, algorithm, max_iter, seed, spherical, n_threads)``,
+that returns the ``(n_clusters, n_features)`` centres. They assume valid,
+finite input of a safe magnitude (:func:`vlad.fit_codebook` checks and scales
+it) and, when ``spherical``, rows already of unit length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+
+from vlad.core._assignment import CHUNK_BYTES, assign_valid
+
+__all__ = [
+    "FAISS_MAX_ITER",
+    "KMEANS_BACKENDS",
+    "SEEDING_ROWS_PER_CENTRE",
+    "SKLEARN_MAX_ITER",
+    "faiss_available",
+    "faiss_kmeans",
+    "sklearn_kmeans",
+    "spherical_lloyd",
+    "unit_rows",
+]
+
+#: Default iterations of scikit-learn's k-means (it stops earlier on convergence).
+SKLEARN_MAX_ITER = 100
+#: Default iterations of faiss k-means, which runs every one (faiss's default).
+FAISS_MAX_ITER = 25
+#: Rows per centre that the faiss back-end's k-means++ seeding looks at.
+SEEDING_ROWS_PER_CENTRE = 8
+#: Most centres the faiss back-end seeds by k-means++. Its greedy seeding
+#: grows with the square of the centres (8,192 words took over 11 CPU
+#: minutes on two cores, faiss's whole fit from random rows 2); merged
+#: clusters, what it guards against, happen with a few well-separated
+#: clusters, not with thousands of visual words.
+KMEANS_PLUSPLUS_MAX_CLUSTERS = 2048
+
+
+def unit_rows(descriptors: np.ndarray) -> np.ndarray:
+    """Each row divided by its L2 norm; an all-zero row stays zero.
+
+    Rows are first divided by their largest magnitude, so that the norm
+    neither overflows (``1e30`` in float32) nor underflows.
+
+    Parameters
+    ----------
+    descriptors : ndarray of shape (n_descriptors, n_features)
+        Finite values.
+
+    Returns
+    -------
+    ndarray of shape (n_descriptors, n_features)
+        A new array of the same dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vlad.core._kmeans import unit_rows
+    >>> unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
+    [[0.6, 0.8], [0.0, 0.0]]
+    """
+    peaks = np.max(np.abs(descriptors), axis=1, keepdims=True, initial=0)
+    peaks[peaks == 0] = 1
+    scaled = descriptors / peaks
+    norms = np.linalg.norm(scaled, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    scaled /= norms
+    return scaled
+
+
+def faiss_available() -> bool:
+    """Whether faiss can be imported."""
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def sklearn_kmeans(
+    training: np.ndarray,
+    n_clusters: int,
+    *,
+    algorithm: str,
+    max_iter: int,
+    seed: int | None,
+    spherical: bool,
+    n_threads: int | None,
+) -> np.ndarray:
+    """scikit-learn's ``KMeans`` (``"lloyd"``) or ``MiniBatchKMeans``
+    (``"minibatch"``); with ``spherical``, :func:`spherical_lloyd`."""
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
+    with _threadpool_limit(n_threads):
+        if spherical:
+            return spherical_lloyd(training, n_clusters, max_iter, seed, n_threads)
+        if algorithm == "lloyd":
+            estimator = KMeans(
+                n_clusters=n_clusters, n_init=1, max_iter=max_iter, random_state=seed
+            )
+        else:
+            estimator = MiniBatchKMeans(
+                n_clusters=n_clusters,
+                n_init=3,
+                max_iter=max_iter,
+                batch_size=max(1024, 4 * n_clusters),
+                random_state=seed,
+            )
+        return estimator.fit(training).cluster_centers_
+
+
+def spherical_lloyd(
+    training: np.ndarray,
+    n_clusters: int,
+    max_iter: int,
+    seed: int | None,
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Spherical k-means on unit rows: Lloyd's iterations whose centres are
+    their members' mean scaled to unit length.
+
+    Seeded by scikit-learn's k-means++ (``sklearn.cluster.kmeans_plusplus``);
+    each iteration assigns each row to its nearest centre (on the sphere the
+    nearest in Euclidean distance is the most similar in cosine) and stops
+    when no label changes. A centre left without members takes the row least
+    similar to its own centre, as scikit-learn's ``KMeans`` does; a centre
+    whose members sum to zero keeps its place.
+
+    Parameters
+    ----------
+    training : ndarray of shape (n_descriptors, n_features)
+        Unit rows, at least ``n_clusters`` of them.
+    n_clusters, max_iter : int
+    seed : int or None
+    n_threads : int or None, default=None
+        Threads of the assignment (None: every core).
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, n_features)
+        Unit rows, in the dtype of ``training``.
+    """
+    from scipy.sparse import csr_matrix
+    from sklearn.cluster import kmeans_plusplus
+
+    from vlad.core._parallel import resolve_n_jobs
+
+    n_workers = resolve_n_jobs(n_threads)
+    rng = np.random.RandomState(seed)
+    centers, _ = kmeans_plusplus(training, n_clusters, random_state=rng)
+    centers = unit_rows(centers)
+    rows = np.arange(training.shape[0])
+    labels = None
+    for _ in range(max_iter):
+        new_labels = assign_valid(training, centers, CHUNK_BYTES, n_workers)
+        if labels is not None and np.array_equal(new_labels, labels):
+            break
+        labels = new_labels
+        members = csr_matrix(
+            (np.ones_like(rows, dtype=training.dtype), (labels, rows)),
+            shape=(n_clusters, training.shape[0]),
+        )
+        sums = np.asarray(members @ training)
+        counts = np.bincount(labels, minlength=n_clusters)
+        empty = np.flatnonzero(counts == 0)
+        if empty.size:
+            similarity = np.einsum("nf,nf->n", training, centers[labels])
+            sums[empty] = training[np.argsort(similarity, kind="stable")[: empty.size]]
+        lengths = np.linalg.norm(sums, axis=1)
+        moved = lengths > 0
+        centers[moved] = unit_rows(sums[moved])
+    return centers
+
+
+def faiss_kmeans(
+    training: np.ndarray,
+    n_clusters: int,
+    *,
+    algorithm: str,
+    max_iter: int,
+    seed: int | None,
+    spherical: bool,
+    n_threads: int | None,
+) -> np.ndarray:
+    """faiss's k-means (``faiss.Kmeans``: ``max_iter`` Lloyd's iterations in
+    float32) on every training row, seeded by k-means++ up to
+    ``KMEANS_PLUSPLUS_MAX_CLUSTERS`` centres and by random rows (faiss's own
+    seeding) above.
+
+    faiss seeds with random rows by default, which on a few well-separated
+    clusters often puts two centres in one and never recovers. The seeds
+    here are scikit-learn's greedy ``kmeans_plusplus`` on a uniform subsample
+    of ``SEEDING_ROWS_PER_CENTRE`` rows per centre (at least 1,024), which
+    costs about a fifth of the iterations at K=1024.
+    """
+    try:
+        import faiss
+    except ImportError:
+        raise ImportError(
+            "backend='faiss' requires faiss; install it with: "
+            "pip install 'vlad-toolkit[faiss]'"
+        ) from None
+    training = np.ascontiguousarray(training, dtype=np.float32)
+    n_training, n_features = training.shape
+    if seed is None:
+        seed = int(np.random.default_rng().integers(2**31 - 1))
+    seeds = None
+    if n_clusters <= KMEANS_PLUSPLUS_MAX_CLUSTERS:
+        from sklearn.cluster import kmeans_plusplus
+
+        rng = np.random.RandomState(seed)
+        n_seeding = max(1024, SEEDING_ROWS_PER_CENTRE * n_clusters)
+        candidates = training
+        if n_training > n_seeding:
+            candidates = training[np.sort(rng.choice(n_training, n_seeding, False))]
+        with _threadpool_limit(n_threads):
+            seeds, _ = kmeans_plusplus(candidates, n_clusters, random_state=rng)
+    kmeans = faiss.Kmeans(
+        n_features,
+        n_clusters,
+        niter=max_iter,
+        nredo=1,
+        seed=seed,
+        spherical=spherical,
+        verbose=False,
+        # fit_codebook's `sample` is the one subsample: faiss's own (256 rows
+        # per centre) and its warning below 39 rows per centre are turned off.
+        max_points_per_centroid=-(-n_training // n_clusters) + 1,
+        min_points_per_centroid=1,
+    )
+    with _faiss_threads(faiss, n_threads):
+        kmeans.train(training, init_centroids=seeds)
+    return kmeans.centroids
+
+
+@contextlib.contextmanager
+def _threadpool_limit(n_threads: int | None) -> Iterator[None]:
+    """OpenMP and BLAS held to ``n_threads`` while the block runs (None: as is)."""
+    if n_threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=n_threads):
+        yield
+
+
+@contextlib.contextmanager
+def _faiss_threads(faiss, n_threads: int | None) -> Iterator[None]:
+    """faiss's OpenMP threads set to ``n_threads`` for the block, then restored."""
+    if n_threads is None:
+        yield
+        return
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
+#: Name -> k-means back-end; ``"auto"`` is resolved by :func:`vlad.fit_codebook`.
+KMEANS_BACKENDS = {"sklearn": sklearn_kmeans, "faiss": faiss_kmeans}

@@ -1,0 +1,307 @@
+"""One specification of each parameter: :class:`Parameter`.
+
+A parameter's name, type, allowed values, default and help are written once,
+here (and, for the descriptor options, in :mod:`vlad.images._sift`). The
+functions' checks (:meth:`Parameter.check`), the estimators'
+``_parameter_constraints`` (:mod:`vlad.estimators._parameters`) and the
+command line's options (:func:`vlad.cli._options.spec_option`) are made from
+it, so a bad value gets one message wherever it is given:
+``power must be a number in (0, 1]; got 2``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+from vlad.errors import VladError
+
+__all__ = [
+    "ALGORITHM",
+    "ASSIGNMENT",
+    "BACKEND",
+    "ENCODING_PARAMETERS",
+    "INTRA",
+    "KERNEL_WIDTH",
+    "KMEANS_PARAMETERS",
+    "L2",
+    "MASS",
+    "MAX_ITER",
+    "N_CLUSTERS",
+    "N_NEAREST",
+    "POWER",
+    "Parameter",
+    "RESIDUAL_NORM",
+    "SAMPLE",
+    "SPHERICAL",
+]
+
+_CLOSED = ("both", "left", "right", "neither")
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """What one parameter takes: its type, its range or choices, its default.
+
+    Parameters
+    ----------
+    name : str
+        The keyword of the functions and estimators that take it.
+    kind : {bool, int, float, str}
+        ``str`` parameters take one of ``choices``; ``int`` and ``float`` ones
+        a number between ``low`` and ``high``. A bool is never a number here,
+        and a ``float`` parameter takes integers too, but not NaN or infinity.
+    default : object
+        The functions' default.
+    help : str
+        One sentence for the command line's ``--help``.
+    low, high : float, optional
+        Bounds of a number; None for none.
+    closed : {"both", "left", "right", "neither"}, default="both"
+        Which of the bounds are allowed values.
+    choices : tuple of str
+        The values of a ``str`` parameter.
+    none : bool, default=False
+        Whether None is also allowed (a default decided elsewhere).
+
+    Examples
+    --------
+    >>> from vlad.core._parameters import POWER
+    >>> POWER.check(0.5)
+    0.5
+    >>> POWER.expectation
+    'a number in (0, 1]'
+    >>> POWER.check(2)
+    Traceback (most recent call last):
+    ...
+    vlad.errors.VladError: power must be a number in (0, 1]; got 2
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+    choices: tuple[str, ...] = ()
+    none: bool = False
+
+    def __post_init__(self):
+        if self.kind not in (bool, int, float, str):
+            raise TypeError(f"kind must be bool, int, float or str; got {self.kind!r}")
+        if self.closed not in _CLOSED:
+            raise VladError(f"closed must be one of {list(_CLOSED)}")
+        if (self.kind is str) != bool(self.choices):
+            raise VladError("a str parameter, and only one, has choices")
+
+    @property
+    def low_closed(self) -> bool:
+        """Whether ``low`` itself is allowed."""
+        return self.closed in ("both", "left")
+
+    @property
+    def high_closed(self) -> bool:
+        """Whether ``high`` itself is allowed."""
+        return self.closed in ("both", "right")
+
+    @property
+    def expectation(self) -> str:
+        """What a value must be, in words: ``"an integer >= 1"``."""
+        if self.kind is bool:
+            return "True, False or None" if self.none else "True or False"
+        if self.kind is str:
+            expected = f"one of {list(self.choices)}"
+        else:
+            expected = self._range_in_words()
+        return f"None or {expected}" if self.none else expected
+
+    def _range_in_words(self) -> str:
+        noun = "an integer" if self.kind is int else "a number"
+        low, high = _number(self.low), _number(self.high)
+        if self.low is not None and self.high is not None:
+            left = "[" if self.low_closed else "("
+            right = "]" if self.high_closed else ")"
+            return f"{noun} in {left}{low}, {high}{right}"
+        if self.low is not None:
+            if self.kind is float and self.low == 0 and not self.low_closed:
+                return "a positive finite number"
+            return f"{noun} {'>=' if self.low_closed else '>'} {low}"
+        if self.high is not None:
+            return f"{noun} {'<=' if self.high_closed else '<'} {high}"
+        return "a finite number" if self.kind is float else noun
+
+    def message(self, value) -> str:
+        """The one-line complaint about ``value``."""
+        return f"{self.name} must be {self.expectation}; got {value!r}"
+
+    def check(self, value):
+        """``value`` as a plain Python value of this parameter's kind.
+
+        Raises
+        ------
+        TypeError
+            A value of another type (a bool for a number, ``"0.5"`` for a
+            number, ``"yes"`` for a bool).
+        ValueError
+            A value of the right type but outside the range or the choices.
+            Both say :meth:`message`.
+        """
+        if value is None and self.none:
+            return None
+        if self.kind is bool:
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(self.message(value))
+            return bool(value)
+        if self.kind is str:
+            if not (isinstance(value, str) and value in self.choices):
+                raise VladError(self.message(value))
+            return value
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError(self.message(value))
+        wanted = Integral if self.kind is int else Real
+        if not isinstance(value, wanted):
+            raise TypeError(self.message(value))
+        if not self.contains(value):
+            raise VladError(self.message(value))
+        return self.kind(value)
+
+    def contains(self, number) -> bool:
+        """Whether ``number`` (of the right type) is within the range."""
+        if self.kind is float and not math.isfinite(number):
+            return False
+        if self.low is not None:
+            if number < self.low or (number == self.low and not self.low_closed):
+                return False
+        if self.high is not None:
+            if number > self.high or (number == self.high and not self.high_closed):
+                return False
+        return True
+
+
+def _number(bound: float | None) -> str:
+    """A bound as written: ``1`` rather than ``1.0``."""
+    return "" if bound is None else f"{bound:g}"
+
+
+# --- How residual sums become VLAD vectors (vlad.EncodingOptions) ------------
+
+POWER = Parameter(
+    "power",
+    float,
+    1.0,
+    "Power-law exponent; 0.5 is the signed square root, 1 leaves values as is.",
+    low=0,
+    high=1,
+    closed="right",
+)
+INTRA = Parameter("intra", bool, True, "L2-normalise each centre's block.")
+L2 = Parameter("l2", bool, True, "L2-normalise each whole vector.")
+MASS = Parameter(
+    "mass",
+    bool,
+    False,
+    "Divide each centre's residual sum by its number of descriptors first.",
+)
+RESIDUAL_NORM = Parameter(
+    "residual_norm",
+    bool,
+    False,
+    "L2-normalise each residual before summing (Delhumeau et al. 2013); "
+    "usually with --power 0.2.",
+)
+ASSIGNMENT = Parameter(
+    "assignment",
+    str,
+    "hard",
+    "Each descriptor to its nearest centre (hard), or to its --nearest N "
+    "nearest with equal weights (multiple) or Gaussian ones (soft).",
+    choices=("hard", "multiple", "soft"),
+)
+N_NEAREST = Parameter(
+    "n_nearest",
+    int,
+    None,
+    "Centres per descriptor for multiple and soft assignment [default: 2].",
+    low=1,
+    none=True,
+)
+KERNEL_WIDTH = Parameter(
+    "kernel_width",
+    float,
+    1.0,
+    "Soft assignment's kernel width, relative to each descriptor's nearest "
+    "squared distance; larger spreads the weights more evenly.",
+    low=0,
+    closed="neither",
+)
+
+#: The specified fields of :class:`vlad.EncodingOptions` (its aggregator is
+#: checked by its registry, :func:`vlad.core.aggregators.resolve_aggregator`).
+ENCODING_PARAMETERS = (
+    POWER,
+    INTRA,
+    L2,
+    MASS,
+    RESIDUAL_NORM,
+    ASSIGNMENT,
+    N_NEAREST,
+    KERNEL_WIDTH,
+)
+
+# --- K-means (vlad.fit_codebook) ---------------------------------------------
+
+N_CLUSTERS = Parameter(
+    "n_clusters",
+    int,
+    256,
+    "Number of centres K (visual words); vectors have K * F dimensions "
+    "(F = 128 for SIFT).",
+    low=1,
+)
+SAMPLE = Parameter(
+    "sample",
+    int,
+    100_000,
+    "Fit on a uniform sample of at most this many descriptors.",
+    low=1,
+    none=True,
+)
+BACKEND = Parameter(
+    "backend",
+    str,
+    "auto",
+    "K-means implementation: auto is faiss when it is installed, --algorithm "
+    "is auto and over 50,000 descriptors are sampled; scikit-learn otherwise.",
+    choices=("auto", "faiss", "sklearn"),
+)
+ALGORITHM = Parameter(
+    "algorithm",
+    str,
+    "auto",
+    "scikit-learn's k-means: Lloyd's, mini-batch, or auto (Lloyd up to 50,000 "
+    "sampled descriptors, mini-batch above).",
+    choices=("auto", "lloyd", "minibatch"),
+)
+MAX_ITER = Parameter(
+    "max_iter",
+    int,
+    None,
+    "K-means iterations at most (default: 25 for faiss, 100 for scikit-learn).",
+    low=1,
+    none=True,
+)
+SPHERICAL = Parameter(
+    "spherical",
+    bool,
+    False,
+    "Spherical (cosine) k-means: unit-length descriptors and centres; encoding "
+    "then scales each descriptor to unit length.",
+)
+
+#: The specified parameters of :func:`vlad.fit_codebook`.
+KMEANS_PARAMETERS = (N_CLUSTERS, SAMPLE, BACKEND, ALGORITHM, MAX_ITER, SPHERICAL)

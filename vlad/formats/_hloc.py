@@ -1,0 +1,593 @@
+"""hloc's HDF5 feature files: local features read as descriptor sets, global
+features written from VLAD vectors and read back.
+
+`hloc <https://github.com/cvg/Hierarchical-Localization>`_ keeps features in
+HDF5 files of one group per image, the group's path the image's name (a
+relative path such as ``db/0001.jpg`` is a group ``0001.jpg`` inside a group
+``db``):
+
+- local features (``extract_features.py``: SuperPoint, DISK, ALIKED...):
+  datasets ``keypoints`` of shape (N, 2) (x, y in pixels of the original
+  image, pixel centres at integers), ``descriptors`` of shape (D, N), one
+  *column* per keypoint, and others vlad does not read (``scores``,
+  ``image_size``); float32, or float16 when written ``as_half``;
+- global features (NetVLAD, ...): a dataset ``global_descriptor`` of shape
+  (D,) per image, which ``pairs_from_retrieval.py`` compares by inner
+  product.
+
+Image names are found as hloc's ``list_h5_names`` finds them: the groups that
+hold the dataset. Images come in the order of their names (Python's sort),
+whatever order the file keeps them in. Reading needs h5py
+(``pip install 'vlad-toolkit[hloc]'``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vlad.core._descriptors import DescriptorSets
+from vlad.core._validation import all_finite
+from vlad.errors import VladError
+from vlad.formats._writing import atomic_write
+
+__all__ = [
+    "HDF5_SUFFIXES",
+    "HLOC_EXTRACTOR",
+    "HlocLocalFeatures",
+    "hloc_file_kind",
+    "is_hdf5_path",
+    "open_local_features",
+    "read_global_features",
+    "write_global_features",
+]
+
+#: Suffixes of the HDF5 files read and written as hloc's.
+HDF5_SUFFIXES = (".h5", ".hdf5")
+#: The ``extractor`` that descriptor sets read from hloc's local features
+#: record: a codebook fitted on them meets no other kind of descriptors.
+HLOC_EXTRACTOR = "hloc"
+#: The dataset of each image group that names a local and a global features file.
+LOCAL_DATASET, GLOBAL_DATASET = "descriptors", "global_descriptor"
+#: The root attribute where vlad keeps the JSON record of the vectors it wrote
+#: (hloc reads datasets only).
+RECORD_ATTRIBUTE = "vlad_record"
+#: Images read from the file at once when image after image is asked for.
+CHUNK_IMAGES = 64
+
+
+def _h5py():
+    """h5py, imported, or an ``ImportError`` saying how to install it."""
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError(
+            "hloc's HDF5 feature files need h5py; install it with: "
+            "pip install 'vlad-toolkit[hloc]'"
+        ) from None
+    return h5py
+
+
+def is_hdf5_path(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names an HDF5 file (by its suffix; it need not exist).
+
+    Examples
+    --------
+    >>> from vlad.formats._hloc import is_hdf5_path
+    >>> is_hdf5_path("feats-superpoint.h5"), is_hdf5_path("descriptors.npz")
+    (True, False)
+    """
+    return Path(path).suffix.lower() in HDF5_SUFFIXES
+
+
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator:
+    """``path`` open for reading; a one-line ``ValueError`` for a file HDF5
+    cannot open (truncated, not HDF5) or read (damaged)."""
+    h5py = _h5py()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        file = h5py.File(path, "r")
+    except OSError as error:
+        raise VladError(
+            f"{path} is not a readable HDF5 file: {_one_line(error)}"
+        ) from None
+    try:
+        with file:
+            yield file
+    except (OSError, RuntimeError, KeyError) as error:
+        raise VladError(f"{path} is a damaged HDF5 file: {_one_line(error)}") from None
+
+
+def _one_line(error: Exception) -> str:
+    """HDF5's message, on one line."""
+    return " ".join(str(error).split())
+
+
+def _image_names(file, dataset: str, path: Path) -> list[str]:
+    """The sorted names of the groups of ``file`` that hold a dataset named
+    ``dataset`` (hloc's ``list_h5_names``)."""
+    names = []
+
+    def visit(name: str | bytes) -> None:
+        if isinstance(name, bytes):  # h5py's name that is not UTF-8
+            raise VladError(f"{path} holds a name that is not UTF-8: {name!r}")
+        group, _, leaf = name.rpartition("/")
+        if leaf == dataset:
+            names.append(group)
+
+    # Names only: opening every object (visititems) takes five times as long.
+    file.visit(visit)
+    if "" in names:
+        raise VladError(
+            f"{path} holds a {dataset!r} dataset outside any image's group; hloc "
+            "keeps each image's features in a group named after the image"
+        )
+    return sorted(names)
+
+
+def hloc_file_kind(path: str | os.PathLike) -> str:
+    """``"local"`` or ``"global"``: what kind of hloc features file ``path`` is.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Not an HDF5 file, or one with neither hloc's local nor global features.
+    ImportError
+        h5py is not installed.
+    """
+    path = Path(path)
+    with _open(path) as file:
+        if _image_names(file, LOCAL_DATASET, path):
+            return "local"
+        if _image_names(file, GLOBAL_DATASET, path):
+            return "global"
+    raise VladError(
+        f"{path} holds no hloc features: no image group holds a "
+        f"{LOCAL_DATASET!r} or a {GLOBAL_DATASET!r} dataset"
+    )
+
+
+class HlocLocalFeatures:
+    """The local features of an hloc HDF5 file, read a few images at a time.
+
+    Behaves as a read-only :class:`vlad.DescriptorSets` for ``len``,
+    ``sets[t]`` (image ``t``'s ``(N_t, D)`` float32 descriptors, hloc's
+    ``(D, N_t)`` transposed), iteration, ``keypoints_of``, ``names``,
+    ``lengths``, ``n_features``, ``dtype`` and ``metadata``;
+    :meth:`between` gives a :class:`vlad.DescriptorSets` of a range of images
+    and :meth:`to_sets` of all of them (in memory). Made by
+    :func:`open_local_features`, which checks every image's layout first.
+
+    Keypoints are hloc's x and y; their size and angle, which hloc does not
+    keep, are 0.
+
+    Attributes
+    ----------
+    path : Path
+    names : list of str
+        The images, in the order of their names.
+    lengths : ndarray of int64 of shape (n_images,)
+        Keypoints of each image.
+    n_features : int
+        Descriptor dimension D.
+    metadata : dict
+        ``{"extractor": "hloc", "file": ..., "n_features": D, "dtype": ...}``:
+        the descriptors' kind is hloc's (their extractor is not recorded in
+        the file), with their dimension and their dtype in the file.
+    """
+
+    def __init__(
+        self, path: Path, names: list[str], lengths: np.ndarray, metadata: dict
+    ):
+        self.path = path
+        self.names = names
+        self.lengths = lengths
+        self.metadata = metadata
+        self.n_features = int(metadata["n_features"])
+        self._chunk: tuple[int, DescriptorSets] | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        """float32 (float16 files are read as float32)."""
+        return np.dtype(np.float32)
+
+    @property
+    def has_keypoints(self) -> bool:
+        """True: hloc's local features always hold keypoints."""
+        return True
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        """Descriptors of image ``index``, an ``(N_t, D)`` float32 array."""
+        chunk, local = self._locate(index)
+        return chunk[local]
+
+    def __iter__(self):
+        for t in range(len(self)):
+            yield self[t]
+
+    def keypoints_of(self, index: int) -> np.ndarray:
+        """Keypoint positions of image ``index``, an ``(N_t, 4)`` array of x,
+        y, size (0) and angle (0)."""
+        chunk, local = self._locate(index)
+        return chunk.keypoints_of(local)
+
+    def between(self, start: int, stop: int) -> DescriptorSets:
+        """Images ``start`` to ``stop`` (excluded), read from the file.
+
+        Raises
+        ------
+        ValueError
+            The file changed since it was opened, or holds NaN or infinite
+            values.
+        """
+        start, stop, _ = slice(start, stop).indices(len(self))
+        stop = max(start, stop)
+        lengths = self.lengths[start:stop]
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        descriptors = np.empty((int(offsets[-1]), self.n_features), np.float32)
+        keypoints = np.zeros((int(offsets[-1]), 4), np.float32)
+        names = self.names[start:stop]
+        with _open(self.path) as file:
+            for name, first, last in zip(names, offsets[:-1], offsets[1:], strict=True):
+                block = file[f"{name}/{LOCAL_DATASET}"][()]
+                positions = file[f"{name}/keypoints"][()]
+                length = int(last - first)
+                expected = (self.n_features, length), (length, 2)
+                if (block.shape, positions.shape) != expected:
+                    raise VladError(
+                        f"{self.path} changed while it was read: the features of "
+                        f"{name!r} are not those it held when opened"
+                    )
+                # Converted first: NumPy converts float16 faster in order.
+                descriptors[first:last] = block.astype(np.float32, copy=False).T
+                keypoints[first:last, :2] = positions
+        for array, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
+            if not all_finite(array):
+                raise VladError(
+                    f"{self.path} holds NaN or infinite {what} (images {start} to "
+                    f"{stop - 1})"
+                )
+        return DescriptorSets(
+            descriptors, offsets, names, self.metadata, keypoints=keypoints
+        )
+
+    def to_sets(self) -> DescriptorSets:
+        """Every image's features, in memory."""
+        return self.between(0, len(self))
+
+    def _locate(self, index: int) -> tuple[DescriptorSets, int]:
+        """The chunk of images that holds image ``index`` (read when it is not
+        the last one read), and the image's place in it."""
+        t = range(len(self))[index]
+        number = t // CHUNK_IMAGES
+        if self._chunk is None or self._chunk[0] != number:
+            self._chunk = None  # drop the last chunk before reading another
+            first = number * CHUNK_IMAGES
+            self._chunk = (number, self.between(first, first + CHUNK_IMAGES))
+        return self._chunk[1], t - number * CHUNK_IMAGES
+
+    def __repr__(self) -> str:
+        return (
+            f"HlocLocalFeatures({str(self.path)!r}, n_images={len(self)}, "
+            f"n_features={self.n_features})"
+        )
+
+
+def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
+    """Open hloc's local features file, checking every image's layout.
+
+    Parameters
+    ----------
+    path : path-like
+        An HDF5 file written by hloc's ``extract_features.py`` (one group per
+        image with ``keypoints`` of shape (N, 2) and ``descriptors`` of shape
+        (D, N)).
+
+    Returns
+    -------
+    HlocLocalFeatures
+        Nothing is read but the datasets' shapes until images are asked for.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A file HDF5 cannot read (truncated, not HDF5), hloc's global features,
+        or features not laid out as hloc's: descriptors not transposed,
+        missing keypoints, descriptors of several dimensions (one line, naming
+        the image).
+    ImportError
+        h5py is not installed.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import h5py
+    >>> import numpy as np
+    >>> from vlad.formats._hloc import open_local_features
+    >>> path = os.path.join(tempfile.mkdtemp(), "feats-superpoint.h5")
+    >>> with h5py.File(path, "w") as file:
+    ...     group = file.create_group("db/0001.jpg")
+    ...     group["keypoints"] = np.array([[10.0, 20.0], [30.0, 40.0]], np.float16)
+    ...     group["descriptors"] = np.ones((256, 2), np.float16)
+    >>> features = open_local_features(path)
+    >>> features.names, features[0].shape, features.keypoints_of(0)[1].tolist()
+    (['db/0001.jpg'], (2, 256), [30.0, 40.0, 0.0, 0.0])
+    >>> features.metadata["n_features"], features.metadata["dtype"]
+    (256, 'float16')
+    """
+    path = Path(path)
+    with _open(path) as file:
+        names = _image_names(file, LOCAL_DATASET, path)
+        if not names:
+            if _image_names(file, GLOBAL_DATASET, path):
+                raise VladError(
+                    f"{path} holds hloc's global features (one vector per image), "
+                    "not local features: index them with vlad index, or search "
+                    "with them"
+                )
+            raise VladError(
+                f"{path} holds no hloc local features: no image group holds a "
+                f"{LOCAL_DATASET!r} dataset"
+            )
+        lengths = np.empty(len(names), dtype=np.int64)
+        dtypes: set[str] = set()
+        n_features = first = None
+        for index, name in enumerate(names):
+            width, length, dtype = _layout(file, name, path)
+            if n_features is None:
+                n_features, first = width, name
+            elif width != n_features:
+                raise VladError(
+                    f"{path}: the descriptors of {name!r} have {width} dimensions "
+                    f"but those of {first!r} have {n_features}; every image's "
+                    "must have the same"
+                )
+            lengths[index] = length
+            dtypes.add(dtype)
+    metadata = {
+        "extractor": HLOC_EXTRACTOR,
+        "file": path.name,
+        "n_features": n_features,
+        "dtype": ",".join(sorted(dtypes)),
+    }
+    return HlocLocalFeatures(path, names, lengths, metadata)
+
+
+def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
+    """The descriptor dimension, number of keypoints and descriptor dtype of
+    image ``name``, checked against hloc's layout."""
+    h5py = _h5py()
+    descriptors = file[f"{name}/{LOCAL_DATASET}"]
+    keypoints = file.get(f"{name}/keypoints")
+    where = f"{path}: image {name!r}"
+    if not isinstance(descriptors, h5py.Dataset):
+        raise VladError(f"{where} has a group named {LOCAL_DATASET!r}, not a dataset")
+    if not isinstance(keypoints, h5py.Dataset):
+        raise VladError(
+            f"{where} has descriptors but no 'keypoints' dataset; hloc's local "
+            "features hold keypoints of shape (N, 2) beside descriptors of shape "
+            "(D, N)"
+        )
+    for dataset, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
+        if dataset.dtype.kind not in "fiu":
+            raise VladError(
+                f"{where} has {what} of dtype {dataset.dtype}; expected real numbers"
+            )
+    if keypoints.ndim != 2 or keypoints.shape[1] != 2:
+        raise VladError(
+            f"{where} has keypoints of shape {keypoints.shape}; expected (N, 2), "
+            "one x, y row per keypoint"
+        )
+    length = keypoints.shape[0]
+    if descriptors.ndim != 2 or descriptors.shape[1] != length:
+        transposed = descriptors.ndim == 2 and descriptors.shape[0] == length
+        raise VladError(
+            f"{where} has descriptors of shape {descriptors.shape} for {length} "
+            f"keypoints; expected (D, {length}), one column per keypoint"
+            + (" (hloc stores them transposed)" if transposed else "")
+        )
+    return int(descriptors.shape[0]), int(length), str(descriptors.dtype)
+
+
+def write_global_features(
+    path: str | os.PathLike,
+    vectors,
+    names: Sequence[str],
+    record: dict | None = None,
+    *,
+    overwrite: bool = False,
+) -> None:
+    """Write vectors as hloc's global features file, atomically.
+
+    One group per name, holding a float32 dataset ``global_descriptor`` of
+    shape (D,), as hloc's ``pairs_from_retrieval.py`` reads; the file is made
+    in memory, then written to a temporary file moved into place (see
+    :func:`vlad.formats._writing.atomic_write`).
+
+    Parameters
+    ----------
+    path : path-like
+    vectors : array-like of shape (n_images, D)
+    names : sequence of str
+        One name per row: relative paths such as ``db/0001.jpg`` become nested
+        groups, as hloc makes them.
+    record : dict, optional
+        JSON-serialisable description (as ``vectors.json``), kept in the
+        root's ``vlad_record`` attribute, which hloc does not read.
+    overwrite : bool, default=False
+        Replace a file that exists (see :func:`vlad.save_vectors`).
+
+    Raises
+    ------
+    ValueError
+        Vectors of another shape than the names, NaN or infinite vectors, two
+        rows of one name, or a name that is no group path (empty, starting or
+        ending with ``/``, with an empty, ``.`` or ``..`` part).
+    FileExistsError
+        Without ``overwrite``, the file exists or appeared meanwhile.
+    ImportError
+        h5py is not installed.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import h5py
+    >>> import numpy as np
+    >>> from vlad.formats._hloc import write_global_features
+    >>> path = os.path.join(tempfile.mkdtemp(), "global-feats-vlad.h5")
+    >>> write_global_features(path, np.eye(2), ["db/1.jpg", "query 2.jpg"])
+    >>> with h5py.File(path, "r") as file:
+    ...     file["db/1.jpg"]["global_descriptor"][()].tolist()
+    [1.0, 0.0]
+    """
+    h5py = _h5py()
+    vectors = np.asarray(vectors)
+    if vectors.dtype.kind not in "fiub":
+        raise TypeError(f"vectors must hold real numbers; got dtype {vectors.dtype}")
+    if vectors.ndim != 2 or vectors.shape[0] != len(names):
+        raise VladError(
+            f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "
+            f"got shape {vectors.shape}"
+        )
+    if not all_finite(vectors):
+        raise VladError("vectors must be finite; got NaN or infinite values")
+    for name in names:
+        _check_group_name(name)
+    if len(set(names)) != len(names):
+        raise VladError("names must be distinct: an hloc file has one group per image")
+    record_text = None if record is None else json.dumps(record)
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as file:
+        if record_text is not None:
+            file.attrs[RECORD_ATTRIBUTE] = record_text
+        for name, vector in zip(names, vectors.astype(np.float32), strict=True):
+            try:
+                file.create_group(name).create_dataset(GLOBAL_DATASET, data=vector)
+            except (ValueError, KeyError) as error:
+                raise VladError(
+                    f"image name {name!r} cannot be an hloc group beside the "
+                    f"others: {error}"
+                ) from None
+    with atomic_write(path, overwrite=overwrite) as handle:
+        handle.write(buffer.getbuffer())
+
+
+def _check_group_name(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` is a relative HDF5 group path that
+    reads back as itself."""
+    if any(part in ("", ".", "..") for part in name.split("/")):
+        raise VladError(
+            f"image name {name!r} cannot name an hloc group: it must be a "
+            "relative path without empty, '.' or '..' parts"
+        )
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        raise VladError(
+            f"image name {name!r} cannot name an hloc group: HDF5 names are UTF-8"
+        ) from None
+
+
+def read_global_features(
+    path: str | os.PathLike,
+) -> tuple[np.ndarray, list[str], dict | None]:
+    """Read hloc's global features file as vectors, names and record.
+
+    Parameters
+    ----------
+    path : path-like
+        Written by hloc (NetVLAD, ...) or by :func:`write_global_features`
+        (``vlad encode -o global-feats.h5``).
+
+    Returns
+    -------
+    vectors : ndarray of float32 of shape (n_images, D)
+        In the order of the names.
+    names : list of str
+        Sorted.
+    record : dict or None
+        What vlad recorded of how the vectors were made; None for a file
+        hloc wrote.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A file HDF5 cannot read, local features, global descriptors that are
+        not 1-D or not of one dimension, NaN or infinite values, or a damaged
+        record (one line).
+    ImportError
+        h5py is not installed.
+    """
+    h5py = _h5py()
+    path = Path(path)
+    with _open(path) as file:
+        names = _image_names(file, GLOBAL_DATASET, path)
+        if not names:
+            kind = (
+                "hloc's local features, not global ones: fit a codebook on "
+                "them and encode them with vlad encode"
+                if _image_names(file, LOCAL_DATASET, path)
+                else f"no hloc global features (no {GLOBAL_DATASET!r} dataset)"
+            )
+            raise VladError(f"{path} holds {kind}")
+        record = _record_of(file, path)
+        vectors = None
+        for row, name in enumerate(names):
+            dataset = file[f"{name}/{GLOBAL_DATASET}"]
+            if not isinstance(dataset, h5py.Dataset):
+                raise VladError(
+                    f"{path}: image {name!r} has a group named {GLOBAL_DATASET!r}, "
+                    "not a dataset"
+                )
+            vector = np.asarray(dataset[()])
+            if vector.ndim != 1 or vector.dtype.kind not in "fiu":
+                raise VladError(
+                    f"{path}: the global descriptor of {name!r} has shape "
+                    f"{vector.shape} and dtype {vector.dtype}; expected a 1-D "
+                    "array of numbers (D,)"
+                )
+            if vectors is None:
+                vectors, first = np.empty((len(names), len(vector)), np.float32), name
+            elif len(vector) != vectors.shape[1]:
+                raise VladError(
+                    f"{path}: the global descriptor of {name!r} has {len(vector)} "
+                    f"dimensions but that of {first!r} has {vectors.shape[1]}"
+                )
+            vectors[row] = vector
+    if not all_finite(vectors):
+        raise VladError(f"{path} holds NaN or infinite global descriptors")
+    return vectors, names, record
+
+
+def _record_of(file, path: Path) -> dict | None:
+    """The JSON record vlad keeps in the root's attributes, if any."""
+    text = file.attrs.get(RECORD_ATTRIBUTE)
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise VladError(
+            f"{path}: its {RECORD_ATTRIBUTE} is not JSON ({error})"
+        ) from None
+    if not isinstance(record, dict):
+        raise VladError(f"{path}: its {RECORD_ATTRIBUTE} is not a JSON object")
+    return record

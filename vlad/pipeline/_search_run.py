@@ -1,0 +1,210 @@
+"""A search from files, as ``vlad search`` makes it: an index folder, queries
+given as vectors, descriptors or images, then optional query expansion and
+spatial re-ranking."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from vlad.core._codebook import Codebook
+from vlad.core._descriptors import DescriptorSets
+from vlad.core._pool import Progress
+from vlad.errors import VladError
+from vlad.formats._descriptor_files import read_descriptor_file
+from vlad.pipeline._batch import BatchReport
+from vlad.pipeline._queries import read_asmk_queries, read_queries
+from vlad.search._asmk_files import is_asmk_index, load_asmk_index
+from vlad.search._expansion import QueryExpansion
+from vlad.search._index import load_index
+from vlad.search._reranking import DEFAULT_DEPTH, rerank_spatially
+from vlad.search._results import SearchResults
+from vlad.search._spatial import MIN_INLIERS
+
+__all__ = ["RERANKINGS", "SearchRun", "search_index"]
+
+PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
+
+#: The re-rankings :func:`search_index` makes, in the order it makes them.
+RERANKINGS = ("qe", "spatial")
+
+
+@dataclass(frozen=True)
+class SearchRun:
+    """What :func:`search_index` found, and what it read to find it.
+
+    Attributes
+    ----------
+    results : SearchResults
+        Every query's ranked images.
+    report : BatchReport or None
+        Query images skipped or without descriptors, when queries were made
+        from images or descriptors; None for query vectors.
+    query_descriptors : DescriptorSets or None
+        The queries' descriptors with their keypoints, when ``rerank`` held
+        ``"spatial"``.
+    database_descriptors : DescriptorSets or None
+        The index images' descriptors, when ``rerank`` held ``"spatial"``.
+    """
+
+    results: SearchResults
+    report: BatchReport | None = None
+    query_descriptors: DescriptorSets | None = None
+    database_descriptors: DescriptorSets | None = None
+
+
+def search_index(
+    index: str | os.PathLike,
+    queries: PathOrPaths,
+    *,
+    codebook: Codebook | str | os.PathLike | None = None,
+    top: int = 10,
+    rerank: Sequence[str] = (),
+    qe_neighbours: int = 3,
+    qe_alpha: float = 3.0,
+    rerank_depth: int = DEFAULT_DEPTH,
+    min_inliers: int = MIN_INLIERS,
+    verification: Mapping[str, object] | None = None,
+    database_descriptors: str | os.PathLike | None = None,
+    parameters: str | None = None,
+    multiple_assignment: int = 5,
+    n_jobs: int | None = None,
+    progress: Progress | None = None,
+) -> SearchRun:
+    """Search an index folder for the best images of each query.
+
+    Parameters
+    ----------
+    index : path-like
+        An index folder written by :meth:`vlad.search.VectorIndex.save` (``vlad
+        index``) or by :meth:`vlad.search.ASMKIndex.save` (``vlad index --method
+        asmk``); its kind is read from the folder.
+    queries : path-like or sequence of path-like
+        A vectors file or folder (or hloc's global features), a descriptors
+        file (or hloc's local features), or image files and folders, as in
+        :func:`vlad.pipeline.read_queries`. An ASMK index takes descriptors or
+        images.
+    codebook : Codebook or path-like, optional
+        The index's codebook, needed to encode descriptors or images for a
+        VLAD index; an ASMK index holds its own (one given must be the same).
+    top : int, default=10
+        Images per query.
+    rerank : sequence of {"qe", "spatial"}, default=()
+        ``"qe"``: query expansion (VLAD index only); ``"spatial"``: geometric
+        verification of the first ``rerank_depth`` results. Query expansion
+        runs first.
+    qe_neighbours : int, default=3
+        Results averaged into each query by query expansion.
+    qe_alpha : float, default=3.0
+        A neighbour's weight is its similarity to this power (0: average).
+    rerank_depth : int, default=DEFAULT_DEPTH
+        Results per query verified by spatial re-ranking.
+    min_inliers : int, default=MIN_INLIERS
+        Inliers that verify a result.
+    verification : mapping, optional
+        ``matching``, ``model``, ``reprojection_threshold`` and
+        ``max_keypoints`` of :func:`vlad.search.rerank_spatially`.
+    database_descriptors : path-like, optional
+        The index images' descriptors with keypoints (``vlad extract``'s file
+        or hloc's local features), needed by spatial re-ranking.
+    parameters : str, optional
+        faiss search parameters for this search, such as ``"nprobe=32"`` (VLAD
+        index only).
+    multiple_assignment : int, default=5
+        ASMK index: words each query descriptor is assigned to.
+    n_jobs : int, optional
+        Processes that describe query images and verify results.
+    progress : callable, optional
+        ``progress(n_done, n_total)``, called as query images are described.
+
+    Returns
+    -------
+    SearchRun
+        The results, and the report and descriptors read on the way.
+
+    Raises
+    ------
+    VladError
+        An unknown re-ranking, spatial re-ranking without
+        ``database_descriptors``, or query expansion or ``parameters`` with an
+        ASMK index.
+    ValueError, OSError
+        As the index, queries and descriptors are read and searched.
+
+    See Also
+    --------
+    vlad.search.VectorIndex.search, vlad.search.ASMKIndex.search
+    vlad.search.rerank_spatially
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import vlad
+    >>> from vlad.pipeline._search_run import search_index
+    >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> encoded = vlad.encode_images("data", codebook, n_jobs=1)
+    >>> folder = pathlib.Path(tempfile.mkdtemp(), "index")
+    >>> vlad.search.build_index(encoded.vectors, encoded.names).save(folder)
+    >>> run = search_index(folder, "data/chelsea.jpg", codebook=codebook, top=2)
+    >>> run.results[0].query, run.results[0].names[0]
+    ('chelsea.jpg', 'chelsea.jpg')
+    """
+    rerank = tuple(rerank)
+    unknown = [name for name in rerank if name not in RERANKINGS]
+    if unknown:
+        raise VladError(
+            f"rerank must hold only {' and '.join(map(repr, RERANKINGS))}; "
+            f"got {unknown[0]!r}"
+        )
+    spatial = "spatial" in rerank
+    if spatial and database_descriptors is None:
+        raise VladError("spatial re-ranking needs database_descriptors")
+    report = query_sets = None
+    if is_asmk_index(index):
+        if "qe" in rerank or parameters is not None:
+            raise VladError(
+                "query expansion and search parameters do not apply to an ASMK index"
+            )
+        asmk_index = load_asmk_index(index, mmap=True)
+        query_sets, report = read_asmk_queries(
+            _as_list(queries), asmk_index, codebook, n_jobs=n_jobs, progress=progress
+        )
+        results = asmk_index.search(
+            query_sets, top, multiple_assignment=multiple_assignment
+        )
+    else:
+        vector_index = load_index(index, mmap=True, parameters=parameters)
+        found = read_queries(
+            _as_list(queries),
+            vector_index,
+            codebook,
+            keep_descriptors=spatial,
+            n_jobs=n_jobs,
+            progress=progress,
+        )
+        report, query_sets = found.report, found.descriptor_sets
+        expansion = QueryExpansion(qe_neighbours, qe_alpha) if "qe" in rerank else None
+        results = vector_index.search(
+            found.vectors, top, query_names=found.names, expansion=expansion
+        )
+    if not spatial:
+        return SearchRun(results, report)
+    database_sets = read_descriptor_file(database_descriptors)
+    results = rerank_spatially(
+        results,
+        query_sets,
+        database_sets,
+        depth=rerank_depth,
+        min_inliers=min_inliers,
+        n_jobs=n_jobs,
+        **dict(verification or {}),
+    )
+    return SearchRun(results, report, query_sets, database_sets)
+
+
+def _as_list(queries: PathOrPaths) -> list:
+    """One path, or a sequence of them, as a list (what the readers take)."""
+    if isinstance(queries, str | os.PathLike):
+        return [queries]
+    return list(queries)

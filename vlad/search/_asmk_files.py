@@ -1,0 +1,146 @@
+"""ASMK index folders: written whole or not at all, read without unpickling.
+
+A folder holds ``index.json`` (format, version, kernel settings, source),
+``names.json``, ``codebook.npz`` and the inverted file as ``.npy`` arrays:
+``word_offsets.npy`` (int64, K + 1), ``entry_images.npy`` (int32) and
+``codes.npy`` (uint8 sign bits or float32 residuals).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from vlad._version import __version__
+from vlad.core._codebook import Codebook
+from vlad.errors import VladError
+from vlad.formats._files import check_format_version, read_numpy_file
+from vlad.formats._folders import replace_folder
+from vlad.search._asmk import ASMKIndex
+from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.search._index_folders import folder_member, read_folder_json
+
+__all__ = ["FORMAT", "is_asmk_index", "load_asmk_index", "save_asmk_index"]
+
+FORMAT = "vlad asmk index"
+FORMAT_VERSION = 1
+_ARRAYS = ("word_offsets", "entry_images", "codes")
+
+
+def save_asmk_index(
+    index: ASMKIndex, path: str | os.PathLike, *, overwrite: bool = False
+) -> None:
+    """Write ``index`` to the folder ``path`` (see :meth:`ASMKIndex.save`)."""
+    record = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "vlad_version": __version__,
+        **index.record(),
+        "source": index.source,
+    }
+    with replace_folder(path, overwrite=overwrite) as folder:
+        (folder / "index.json").write_text(json.dumps(record, indent=2) + "\n")
+        (folder / "names.json").write_text(json.dumps(index.names))
+        index.codebook.save(folder / "codebook.npz")
+        for name in _ARRAYS:
+            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(index, name)))
+
+
+def is_asmk_index(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder whose ``index.json`` says it is an ASMK index.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Any path; one that does not exist is not an ASMK index.
+    """
+    try:
+        record = json.loads((Path(path) / "index.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and record.get("format") == FORMAT
+
+
+def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex:
+    """Read an index folder written by :meth:`ASMKIndex.save`.
+
+    Parameters
+    ----------
+    path : path-like
+    mmap : bool, default=False
+        Map the inverted file read-only instead of reading it.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such folder.
+    ValueError
+        Not an ASMK index, a damaged one, or one written by a newer vlad.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        if folder.exists():
+            raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
+        raise FileNotFoundError(f"no such index folder: {folder}")
+    record = _read_json(folder, "index.json", dict)
+    if record.get("format") != FORMAT:
+        raise VladError(
+            f"{folder} is not a vlad ASMK index: index.json does not say so"
+        )
+    check_format_version(folder, record, FORMAT, FORMAT_VERSION)
+    names = _read_json(folder, "names.json", list)
+    codebook = Codebook.load(_member(folder, "codebook.npz"))
+    arrays = {
+        name: read_numpy_file(_member(folder, f"{name}.npy"), FORMAT, mmap=mmap)
+        for name in _ARRAYS
+    }
+    binary = record.get("binary")
+    try:
+        alpha, threshold = check_kernel_parameters(
+            record.get("alpha"), record.get("threshold")
+        )
+    except (TypeError, ValueError) as error:
+        raise VladError(f"{folder} is a damaged vlad ASMK index: {error}") from None
+    offsets, images, codes = (arrays[name] for name in _ARRAYS)
+    consistent = (
+        isinstance(binary, bool)
+        and isinstance(record.get("idf"), bool)
+        and all(isinstance(name, str) for name in names)
+        and all(isinstance(array, np.ndarray) for array in arrays.values())
+        and offsets.shape == (codebook.n_clusters + 1,)
+        and offsets.dtype == np.int64
+        and offsets[0] == 0
+        and bool(np.all(np.diff(offsets) >= 0))
+        and images.ndim == 1
+        and images.dtype == np.int32
+        and offsets[-1] == images.shape[0]
+        and (images.size == 0 or (images.min() >= 0 and images.max() < len(names)))
+        and codes.dtype == code_dtype(binary)
+        and codes.shape == (images.shape[0], code_width(codebook.n_features, binary))
+    )
+    if not consistent:
+        raise VladError(f"{folder} is a damaged vlad ASMK index: its files disagree")
+    source = record.get("source")
+    return ASMKIndex(
+        codebook,
+        names,
+        offsets,
+        images,
+        codes,
+        binary=binary,
+        alpha=alpha,
+        threshold=threshold,
+        idf=record["idf"],
+        source=source if isinstance(source, dict) else None,
+    )
+
+
+def _member(folder: Path, name: str) -> Path:
+    return folder_member(folder, name, "vlad ASMK index")
+
+
+def _read_json(folder: Path, name: str, value_type: type):
+    return read_folder_json(folder, name, value_type, "vlad ASMK index")
