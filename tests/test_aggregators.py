@@ -18,11 +18,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import vlad
-from vlad.core.aggregators import (
-    choose_aggregator,
-    resolve_aggregator,
-    segments,
-)
+from vlad.core.aggregators import _segments as segments
+from vlad.core.aggregators import choose_aggregator, resolve_aggregator
 
 ALL = [aggregator_param(name) for name in vlad.AGGREGATORS]
 FAST = [aggregator_param(name) for name in vlad.AGGREGATORS if name != "masked"]
@@ -183,7 +180,7 @@ def test_chunked_aggregators_keep_a_bounded_working_set(method, monkeypatch):
     budget = 1 << 20
     monkeypatch.setattr(segments, "WORKING_SET_BYTES", budget)
     for module in ("masked", "ragged_cumsum"):
-        monkeypatch.setattr(f"vlad.core.aggregators.{module}.WORKING_SET_BYTES", budget)
+        monkeypatch.setattr(f"vlad.core.aggregators._{module}.WORKING_SET_BYTES", budget)
     sets = vlad.datasets.make_descriptor_sets(40, 500, 32, seed=0)
     centers = sets.descriptors[:16].copy()
     labels = vlad.assign(sets.descriptors, centers)

@@ -47,9 +47,11 @@ def test_vlad_help_imports_no_command_and_no_library_module():
     ours = [name for name in imported if name.split(".")[0] == "vlad"]
     assert ours == [
         "vlad",
+        "vlad._lazy",
         "vlad._version",
         "vlad.cli",
         "vlad.cli._main",
+        "vlad.errors",
         "vlad.formats",
         "vlad.formats._names",
     ]
