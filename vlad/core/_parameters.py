@@ -136,11 +136,34 @@ class Parameter:
         return "a finite number" if self.kind is float else noun
 
     def message(self, value) -> str:
-        """The one-line complaint about ``value``."""
+        """The one-line complaint about ``value``.
+
+        Parameters
+        ----------
+        value : object
+            The value given for this parameter, written with :func:`repr`.
+
+        Returns
+        -------
+        str
+            ``"<name> must be <expectation>; got <value>"``.
+        """
         return f"{self.name} must be {self.expectation}; got {value!r}"
 
     def check(self, value):
         """``value`` as a plain Python value of this parameter's kind.
+
+        Parameters
+        ----------
+        value : object
+            The value given for this parameter: a bool, an integer or a real
+            number (NumPy scalars included), a string, or None where ``none``
+            allows it.
+
+        Returns
+        -------
+        bool, int, float, str or None
+            ``value`` converted to ``kind`` (None stays None).
 
         Raises
         ------
@@ -171,7 +194,20 @@ class Parameter:
         return self.kind(value)
 
     def contains(self, number) -> bool:
-        """Whether ``number`` (of the right type) is within the range."""
+        """Whether ``number`` (of the right type) is within the range.
+
+        Parameters
+        ----------
+        number : int or float
+            A number already of this parameter's type; for a ``float``
+            parameter, NaN and infinity are never within the range.
+
+        Returns
+        -------
+        bool
+            True if ``number`` lies between ``low`` and ``high``, each bound
+            included or not as ``closed`` says.
+        """
         if self.kind is float and not math.isfinite(number):
             return False
         if self.low is not None:

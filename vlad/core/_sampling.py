@@ -71,7 +71,15 @@ class DescriptorReservoir:
         return self._kept[: self._n_kept]
 
     def add(self, descriptors: np.ndarray) -> None:
-        """Offer one image's descriptors, of shape (n, n_features), to the sample."""
+        """Offer one image's descriptors, of shape (n, n_features), to the sample.
+
+        Parameters
+        ----------
+        descriptors : ndarray of shape (n_descriptors, n_features)
+            One image's descriptors. With ``per_image`` set, at most that many
+            of them, drawn at random and kept in their order, are offered. The
+            first block that is not empty sets the dtype of the sample.
+        """
         if self.per_image is not None and len(descriptors) > self.per_image:
             rows = self._rng.choice(len(descriptors), self.per_image, replace=False)
             descriptors = descriptors[np.sort(rows)]

@@ -89,6 +89,14 @@ def mean_interpolated_precision(
     """:func:`interpolated_precision` averaged over the queries with relevant
     images (those in the means of an :class:`~vlad.evaluation.Evaluation`).
 
+    Parameters
+    ----------
+    queries : iterable of QueryEvaluation
+        The queries scored, such as :attr:`vlad.evaluation.Evaluation.queries`;
+        those with no relevant image (``n_relevant`` 0) are left out.
+    recall_levels : sequence of float, default=RECALL_LEVELS
+        Recall levels of the curve, in [0, 1]; by default 0, 0.1, ..., 1.
+
     Returns
     -------
     ndarray of float64 of shape (len(recall_levels),)

@@ -81,15 +81,25 @@ class ShardedDescriptorSets:
     ``sets[t]`` (image ``t``'s ``(L_t, F)`` descriptors), iteration,
     ``keypoints_of``, ``names``, ``lengths``, ``n_features``, ``dtype`` and
     ``metadata``; :meth:`between` gives a :class:`vlad.DescriptorSets` of a
-    range of images and :meth:`to_sets` of all of them (in memory).
+    range of images and :meth:`to_sets` of all of them (in memory). Made by
+    :func:`open_descriptor_shards`, which checks the manifest first.
+
+    Parameters
+    ----------
+    folder : Path
+        The folder of shards.
+    record : dict
+        The folder's manifest (``manifest.json``), already checked: its
+        ``shards`` (each with ``key``, ``n_images`` and ``n_descriptors``),
+        ``n_features``, and the ``descriptor`` metadata and
+        ``keypoint_fields`` when there are any.
+    starts : ndarray of int64 of shape (n_shards + 1,)
+        The first image of each shard, and the number of images.
 
     Attributes
     ----------
-    folder : Path
-    record : dict
-        The manifest.
-    starts : ndarray of int64 of shape (n_shards + 1,)
-        The first image of each shard, and the number of images.
+    folder, record, starts
+        The parameters, as given.
 
     Examples
     --------
@@ -174,12 +184,41 @@ class ShardedDescriptorSets:
             yield self[t]
 
     def keypoints_of(self, index: int) -> np.ndarray:
-        """Keypoint positions of image ``index``, a ``(L_t, 4)`` view."""
+        """Keypoint positions of image ``index``, a ``(L_t, 4)`` view.
+
+        Parameters
+        ----------
+        index : int
+            The image's place in ``names``; negative counts from the end.
+
+        Returns
+        -------
+        ndarray of float32 of shape (L_t, 4)
+            x, y, size and angle of each descriptor of ``self[index]``, a
+            view of its memory-mapped shard.
+
+        Raises
+        ------
+        ValueError
+            The shards hold no keypoint positions (see ``has_keypoints``).
+        """
         shard, local = self._locate(index)
         return self.shard(shard).keypoints_of(local)
 
     def shard(self, index: int) -> DescriptorSets:
         """Shard ``index`` as descriptor sets whose arrays are memory-mapped.
+
+        Parameters
+        ----------
+        index : int
+            The shard's place in the manifest, from 0 to ``n_shards - 1``.
+            The last shard opened is kept open; opening another drops it.
+
+        Returns
+        -------
+        DescriptorSets
+            The shard's images, with descriptors (and keypoints, when the
+            shards hold them) memory-mapped from its files.
 
         Raises
         ------
@@ -247,7 +286,22 @@ class ShardedDescriptorSets:
         return sets
 
     def between(self, start: int, stop: int) -> DescriptorSets:
-        """Images ``start`` to ``stop`` (excluded) as descriptor sets in memory."""
+        """Images ``start`` to ``stop`` (excluded) as descriptor sets in memory.
+
+        Parameters
+        ----------
+        start : int
+            The first image, a place in ``names``.
+        stop : int
+            The place after the last image, at most ``len(self)``; no image
+            when it is not above ``start``.
+
+        Returns
+        -------
+        DescriptorSets
+            The images' descriptors (and keypoints, when the shards hold
+            them), copied from their shards, with the shards' ``metadata``.
+        """
         blocks, names, keypoints = [], [], []
         for t in range(start, stop):
             shard, local = self._locate(t)
@@ -298,6 +352,18 @@ class ShardedDescriptorSets:
 
 def open_descriptor_shards(folder: str | os.PathLike) -> ShardedDescriptorSets:
     """Open a complete folder of descriptor shards (its manifest only).
+
+    Parameters
+    ----------
+    folder : path-like
+        A folder of descriptor shards written by ``vlad extract -o FOLDER``
+        and complete (with its ``manifest.json``).
+
+    Returns
+    -------
+    ShardedDescriptorSets
+        The images' descriptors; nothing is read but the manifest until
+        images are asked for.
 
     Raises
     ------

@@ -171,19 +171,26 @@ class HlocLocalFeatures:
     Keypoints are hloc's x and y; their size and angle, which hloc does not
     keep, are 0.
 
-    Attributes
+    Parameters
     ----------
     path : Path
+        The HDF5 file, opened again each time images are read from it.
     names : list of str
-        The images, in the order of their names.
+        The images (the groups holding a ``descriptors`` dataset), in the
+        order of their names.
     lengths : ndarray of int64 of shape (n_images,)
-        Keypoints of each image.
-    n_features : int
-        Descriptor dimension D.
+        Keypoints of each image, in the order of ``names``.
     metadata : dict
         ``{"extractor": "hloc", "file": ..., "n_features": D, "dtype": ...}``:
         the descriptors' kind is hloc's (their extractor is not recorded in
         the file), with their dimension and their dtype in the file.
+
+    Attributes
+    ----------
+    path, names, lengths, metadata
+        The parameters, as given.
+    n_features : int
+        Descriptor dimension D, ``metadata["n_features"]``.
     """
 
     def __init__(
@@ -220,12 +227,39 @@ class HlocLocalFeatures:
 
     def keypoints_of(self, index: int) -> np.ndarray:
         """Keypoint positions of image ``index``, an ``(N_t, 4)`` array of x,
-        y, size (0) and angle (0)."""
+        y, size (0) and angle (0).
+
+        Parameters
+        ----------
+        index : int
+            The image's place in ``names``; negative counts from the end.
+
+        Returns
+        -------
+        ndarray of float32 of shape (N_t, 4)
+            One row per descriptor of ``self[index]``. The chunk of images
+            holding it is read from the file unless it was the last one read.
+        """
         chunk, local = self._locate(index)
         return chunk.keypoints_of(local)
 
     def between(self, start: int, stop: int) -> DescriptorSets:
         """Images ``start`` to ``stop`` (excluded), read from the file.
+
+        Parameters
+        ----------
+        start : int
+            The first image, a place in ``names``.
+        stop : int
+            The place after the last image. Both are taken as a slice's
+            bounds: negative counts from the end, and bounds beyond the
+            images are clipped (an empty range gives no image).
+
+        Returns
+        -------
+        DescriptorSets
+            The images' float32 descriptors and keypoints, in memory, with
+            this file's ``metadata``.
 
         Raises
         ------

@@ -152,6 +152,18 @@ class ShardedVectors:
 def open_shards(folder: str | os.PathLike) -> ShardedVectors:
     """Open a complete folder of shards, checking that its parts belong together.
 
+    Parameters
+    ----------
+    folder : path-like
+        A folder of vector shards written by ``vlad encode -o FOLDER`` and
+        complete (with its ``manifest.json``).
+
+    Returns
+    -------
+    ShardedVectors
+        Every shard's vectors, memory-mapped, with the images' names and the
+        manifest.
+
     Raises
     ------
     FileNotFoundError

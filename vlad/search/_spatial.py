@@ -193,7 +193,39 @@ def inlier_matches(
     """The matches between a query and a candidate image that one geometric
     model explains: what :func:`count_inliers` counts.
 
-    Parameters are those of :func:`count_inliers`.
+    Parameters
+    ----------
+    query_keypoints : array-like of shape (n_query, 4)
+        Query keypoint positions (x, y, size, angle, as
+        :attr:`vlad.DescriptorSets.keypoints`; only x and y are used, so 2
+        columns suffice).
+    query_descriptors : array-like of shape (n_query, n_features)
+        The query's descriptors, one per keypoint.
+    keypoints : array-like of shape (n_candidate, 4)
+        The candidate's keypoint positions.
+    descriptors : array-like of shape (n_candidate, n_features)
+        The candidate's descriptors, one per keypoint.
+    matching : {"mutual+ratio", "mutual", "ratio"}, default="mutual+ratio"
+        How descriptors are paired, see :func:`match_descriptors`.
+    ratio : float, default=LOWE_RATIO
+        Lowe's ratio, see :func:`match_descriptors`.
+    model : {"fundamental", "homography", "affine", "similarity"}, \
+default="fundamental"
+        What relates query and candidate positions, as in
+        :func:`count_inliers`.
+    reprojection_threshold : float, optional
+        Largest distance, in pixels, between a matched keypoint and where the
+        model puts it, for an inlier, as in :func:`count_inliers`. By default
+        :data:`EPIPOLAR_THRESHOLD` for ``"fundamental"``, otherwise
+        :data:`REPROJECTION_THRESHOLD`.
+    min_matches : int, optional
+        Fewer matches than this give no inliers without fitting; never fewer
+        than the model's minimal sample (2 similarity, 3 affine, 4
+        homography, 8 fundamental), the default.
+    max_keypoints : int or None, default=MAX_KEYPOINTS
+        Match only each image's this many largest keypoints (by size, the
+        third column; keypoints without one are all kept); None for all. The
+        rows returned are still rows of the keypoints given.
 
     Returns
     -------

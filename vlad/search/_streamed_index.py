@@ -67,6 +67,9 @@ def index_shards(
     training_rows : int, default=TRAINING_ROWS
         A faiss index is trained on a uniform sample of this many vectors
         with descriptors (all when fewer), drawn with ``seed``.
+    seed : int, default=0
+        Seed of the draw of the training sample: the same seed, the same
+        index. Unused without ``factory`` (an exact index is not trained).
     overwrite : bool, default=False
         Replace an index folder that exists.
 
