@@ -233,9 +233,7 @@ def _mutual_nearest(
         distances[start:stop, 0] = products[block, block_nearest]
         # Rows whose nearest candidate they are nearest to in this block, and
         # the first row of the block that holds each such candidate's best.
-        rows_found = np.flatnonzero(
-            scores[block, block_nearest] == best[block_nearest]
-        )
+        rows_found = np.flatnonzero(scores[block, block_nearest] == best[block_nearest])
         columns, first = np.unique(block_nearest[rows_found], return_index=True)
         holders = rows_found[first]
         # Another row ties with a found one where the column's best remains
