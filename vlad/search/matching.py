@@ -251,7 +251,7 @@ def _mutual_nearest(
         kept = better[columns]
         column_nearest[columns[kept]] = holders[kept] + start
         if ratio is not None:
-            # scores is products, or apart from it: set the nearest apart.
+            # The second nearest: the largest once the nearest is set aside.
             products[block, block_nearest] = -np.inf
             distances[start:stop, 1] = products.max(axis=1)
     query_rows = np.flatnonzero(column_nearest[nearest] == np.arange(n_query))
