@@ -77,10 +77,17 @@ class VerificationTiming:
     n_queries: int
     seconds: float
     mean_inliers: float
+    cpu_seconds: float = float("nan")
 
     @property
     def ms_per_pair(self) -> float:
         return 1000 * self.seconds / (self.n_queries * self.depth)
+
+    @property
+    def cpu_ms_per_pair(self) -> float:
+        """CPU time of every thread per pair: what a pair costs however busy
+        the machine is."""
+        return 1000 * self.cpu_seconds / (self.n_queries * self.depth)
 
     @property
     def ms_per_query(self) -> float:
@@ -142,9 +149,10 @@ def benchmark_verification(
                     ]
 
                 verify_all(slice(0, 1))
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 inliers = verify_all(slice(None))
                 seconds = time.perf_counter() - start
+                cpu_seconds = time.process_time() - cpu_start
                 verified = np.concatenate([found[found >= 0] for found in inliers])
                 rows.append(
                     VerificationTiming(
@@ -154,6 +162,7 @@ def benchmark_verification(
                         len(queries),
                         seconds,
                         float(verified.mean()),
+                        cpu_seconds,
                     )
                 )
     return rows
@@ -162,14 +171,15 @@ def benchmark_verification(
 def markdown(rows: list[VerificationTiming]) -> str:
     """The rows as a Markdown table."""
     lines = [
-        "| verification | depth | threads | ms per pair | ms per query | "
-        "inliers per pair |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| verification | depth | threads | ms per pair | CPU ms per pair | "
+        "ms per query | inliers per pair |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(
             f"| {row.variant} | {row.depth} | {row.n_jobs} | {row.ms_per_pair:.2f} "
-            f"| {row.ms_per_query:.1f} | {row.mean_inliers:.1f} |"
+            f"| {row.cpu_ms_per_pair:.2f} | {row.ms_per_query:.1f} "
+            f"| {row.mean_inliers:.1f} |"
         )
     return "\n".join(lines)
 
@@ -184,6 +194,13 @@ def main(arguments: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--depth", type=int, action="append", dest="depths")
     parser.add_argument("--jobs", type=int, action="append")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        dest="variants",
+        metavar="TEXT",
+        help="only the variants whose label holds TEXT (repeat; default: all)",
+    )
     options = parser.parse_args(arguments)
     depths = tuple(options.depths or (20, 100))
     database = DescriptorSets.load(options.descriptors)
@@ -208,6 +225,11 @@ def main(arguments: list[str] | None = None) -> None:
         candidates,
         depths=depths,
         jobs=tuple(options.jobs or (1, -1)),
+        variants={
+            label: settings
+            for label, settings in VARIANTS.items()
+            if not options.variants or any(text in label for text in options.variants)
+        },
     )
     print(
         f"{len(queries)} queries; {database.lengths.mean():.0f} descriptors per "

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import benchmarks.realviews.run as run_module
 import vlad
 from benchmarks.realviews.build import (
     build_dataset,
@@ -28,13 +29,16 @@ from benchmarks.realviews.run import (
     VARIANTS,
     Prepared,
     Variant,
+    index_asmk,
     run_variant,
+    search_asmk_expanded,
     step_average_precision,
     step_map,
 )
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
 from vlad.evaluation import evaluate
+from vlad.search._spatial import MIN_INLIERS, spatial_rerank
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -567,3 +571,60 @@ def test_runs_merge_into_one_page(prepared):
     other = second | {"n_queries": 5}
     with pytest.raises(ValueError, match="^b.json measures another folder than a"):
         merge_records([first, other], ["a.json", "b.json"])
+
+
+@pytest.mark.parametrize("reverify", [False, True])
+def test_query_expansion_by_verified_images_is_a_plain_loop(
+    prepared, monkeypatch, reverify
+):
+    # Images 0, 1 and 2 are one scene (moved, scaled and noisy copies), so
+    # each verifies the others; the rest are unrelated.
+    rng = np.random.default_rng(1)
+    names = prepared.descriptors.names
+    arrays = [rng.random((60, 8), dtype=np.float32) for _ in names]
+    keypoints = [rng.random((60, 4), dtype=np.float32) * 500 for _ in names]
+    for copy in (1, 2):
+        arrays[copy] = arrays[0] + 0.01 * rng.random((60, 8), dtype=np.float32)
+        keypoints[copy] = keypoints[0] * (1 + 0.1 * copy) + 3
+    sets = vlad.DescriptorSets.from_list(arrays, names, keypoints=keypoints)
+    scene = Prepared(sets, prepared.ground_truth, prepared.queries, n_jobs=1)
+    monkeypatch.setattr(run_module, "ASMK_WORDS", 8)
+    index = index_asmk(scene, binary=False)
+    # ASMK of 8 words ranks these made-up images poorly: verify them all, or
+    # (reverify) half of them and then the second search's next half.
+    depth = 6 if reverify else len(names)
+    rankings = search_asmk_expanded(scene, index, depth=depth, reverify=reverify)
+    verified_others = 0
+    for query in scene.queries:
+        row = names.index(query)
+        first = index.search([sets[row]], len(names)).queries[0].names
+        ranking, inliers = spatial_rerank(
+            sets.keypoints_of(row),
+            sets[row],
+            [names.index(name) for name in first],
+            sets,
+            depth=depth,
+        )
+        verified = [
+            names[r] for r, n in zip(ranking, inliers, strict=True) if n >= MIN_INLIERS
+        ]
+        others = [names.index(name) for name in verified if name != query]
+        expanded = np.concatenate([sets[row]] + [sets[r] for r in others[:10]])
+        again = index.search([expanded], len(names)).queries[0].names
+        if reverify:
+            fresh = [name for name in again if name not in first[:depth]][:depth]
+            ranking, inliers = spatial_rerank(
+                sets.keypoints_of(row),
+                sets[row],
+                [names.index(name) for name in fresh],
+                sets,
+            )
+            verified += [
+                names[r]
+                for r, n in zip(ranking, inliers, strict=True)
+                if n >= MIN_INLIERS
+            ]
+        verified_others += len(verified) - (query in verified)
+        expected = verified + [name for name in again if name not in verified]
+        assert rankings[query] == expected
+    assert verified_others >= 2

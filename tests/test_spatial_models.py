@@ -70,6 +70,37 @@ def test_mutual_matches_are_those_of_a_plain_loop(
     np.testing.assert_array_equal(found, expected)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n_query=st.integers(1, 10),
+    n_candidate=st.integers(1, 10),
+    repeats=st.lists(st.integers(0, 9), max_size=6),
+    block=st.sampled_from([1, 3, 1 << 24]),
+    seed=st.integers(0, 2**16),
+)
+def test_repeated_descriptors_tie_as_a_plain_loop(
+    n_query, n_candidate, repeats, block, seed
+):
+    # Repeated rows on either side tie exactly: a candidate's nearest is the
+    # first of them, whether or not that one is mutual.
+    rng = np.random.default_rng(seed)
+    query = rng.integers(0, 4, size=(n_query, 3))
+    descriptors = rng.integers(0, 4, size=(n_candidate, 3))
+    query = np.concatenate([query, query[[r % n_query for r in repeats]]])
+    descriptors = np.concatenate(
+        [descriptors, descriptors[[r % n_candidate for r in repeats[::-1]]]]
+    )
+    rng.shuffle(query)
+    for matching in ("mutual", "mutual+ratio"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(vlad.search._matching, "_PRODUCT_BLOCK", block)
+            found = match_descriptors(query, descriptors, matching=matching)
+        ratio = 0.8 if matching == "mutual+ratio" else None
+        np.testing.assert_array_equal(
+            found, reference_mutual(query, descriptors, ratio)
+        )
+
+
 @pytest.mark.parametrize("matching", ["mutual", "mutual+ratio"])
 def test_mutual_matches_of_unit_rows_are_those_of_a_plain_loop(matching):
     # Unit rows (RootSIFT's) take the path where norms drop out of the argmax.

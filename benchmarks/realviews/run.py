@@ -56,6 +56,7 @@ from vlad.formats._files import atomic_write
 from vlad.search import QueryExpansion, VectorIndex, build_index
 from vlad.search._asmk import ASMKIndex, build_asmk_index
 from vlad.search._reranking import rerank_spatially
+from vlad.search._spatial import MIN_INLIERS, spatial_rerank
 
 __all__ = [
     "KS",
@@ -75,6 +76,9 @@ KS = (1, 5, 10)
 PCA_DIMENSION = 128
 #: Words of the ASMK variants' vocabulary.
 ASMK_WORDS = 4096
+#: Verified images (besides the query) whose descriptors join the query's in
+#: the ``-qe`` variants' second search.
+EXPANDED_IMAGES = 10
 #: vlad 0.4's spatial verification: Lowe's ratio test (brute-force matches of
 #: every keypoint), an affine transform by RANSAC, 8 inliers.
 SPATIAL_04 = {
@@ -262,6 +266,76 @@ def search_asmk(
     return _verified(prepared, results, depth, None)
 
 
+def search_asmk_expanded(
+    prepared: Prepared,
+    index: ASMKIndex,
+    *,
+    depth: int,
+    expanded: int = EXPANDED_IMAGES,
+    reverify: bool = False,
+) -> dict[str, list[str]]:
+    """ASMK, spatial verification of the top ``depth``, then query expansion
+    by the verified images (Chum et al. 2007, on ASMK's words as Tolias et
+    al. 2013): the query's descriptors and those of its first ``expanded``
+    verified images (:data:`MIN_INLIERS` or more) search the index again, as
+    one query. The verified images keep their places first; the second
+    search ranks all the others. With ``reverify``, the second search's first
+    ``depth`` images not verified yet are verified too, and those verified
+    follow the first ones, most inliers first."""
+    sets = prepared.descriptors
+    rows = prepared.query_rows()
+    queries = vlad.DescriptorSets.from_list(
+        [sets[row] for row in rows], names=prepared.queries, metadata=sets.metadata
+    )
+    results = index.search(queries, index.n_images, query_names=prepared.queries)
+    results = rerank_spatially(results, sets, sets, depth=depth, n_jobs=prepared.n_jobs)
+    image_rows = {name: row for row, name in enumerate(sets.names)}
+    verified = {
+        result.query: [
+            name
+            for name, inliers in zip(result.names, result.inliers, strict=True)
+            if inliers >= MIN_INLIERS
+        ]
+        for result in results.queries
+    }
+    expanded_sets = vlad.DescriptorSets.from_list(
+        [
+            np.concatenate(
+                [sets[row]]
+                + [sets[image_rows[name]] for name in verified[query] if name != query][
+                    :expanded
+                ]
+            )
+            for query, row in zip(prepared.queries, rows, strict=True)
+        ],
+        names=prepared.queries,
+        metadata=sets.metadata,
+    )
+    again = index.search(expanded_sets, index.n_images, query_names=prepared.queries)
+    checked = {result.query: set(result.names[:depth]) for result in results.queries}
+    rankings = {}
+    for result, row in zip(again.queries, rows, strict=True):
+        first = verified[result.query]
+        if reverify:
+            # The second search's first ``depth`` not yet checked are verified.
+            fresh = [name for name in result.names if name not in checked[result.query]]
+            ranking, inliers = spatial_rerank(
+                sets.keypoints_of(row),
+                sets[row],
+                np.array([image_rows[name] for name in fresh[:depth]], dtype=np.int64),
+                sets,
+                n_jobs=prepared.n_jobs,
+            )
+            first = first + [
+                sets.names[int(found)] for found in ranking[inliers >= MIN_INLIERS]
+            ]
+        kept = set(first)
+        rankings[result.query] = first + [
+            name for name in result.names if name not in kept
+        ]
+    return rankings
+
+
 def _variants() -> dict[str, Variant]:
     k = DEFAULT_N_CLUSTERS
     variants = {
@@ -316,11 +390,27 @@ def _variants() -> dict[str, Variant]:
             functools.partial(index_asmk, binary=binary),
             search_asmk,
         )
-    for depth in (20, 50):
+    for depth in (20, 50, 100):
         variants[f"asmk-spatial-{depth}"] = Variant(
             f"ASMK, then spatial verification of the top {depth}",
             functools.partial(index_asmk, binary=False),
             functools.partial(search_asmk, depth=depth),
+        )
+    for depth in (20, 50, 100):
+        variants[f"asmk-spatial-{depth}-qe"] = Variant(
+            f"ASMK, spatial verification of the top {depth}, then the query's "
+            f"descriptors and those of its first {EXPANDED_IMAGES} verified images "
+            "search again as one query; the verified images stay first",
+            functools.partial(index_asmk, binary=False),
+            functools.partial(search_asmk_expanded, depth=depth),
+        )
+    for depth in (20, 50):
+        variants[f"asmk-spatial-{depth}-qe-verified"] = Variant(
+            f"asmk-spatial-{depth}-qe, then spatial verification of the second "
+            f"search's first {depth} images not verified yet; those verified "
+            "follow the first ones",
+            functools.partial(index_asmk, binary=False),
+            functools.partial(search_asmk_expanded, depth=depth, reverify=True),
         )
     return variants
 

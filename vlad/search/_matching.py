@@ -194,7 +194,10 @@ def _mutual_nearest(
 
     Squared distances come from dot products, ``|q|^2 + |d|^2 - 2 q.d``,
     a block of query rows at a time; where every row of a side has the same
-    norm (RootSIFT, unit SIFT) that side's norm drops out of the argmax.
+    norm (RootSIFT, unit SIFT) that side's norm drops out of the argmax. A
+    column's best score comes from a maximum down the block, which NumPy
+    takes a row at a time (an argmax down a column is many times slower);
+    the row holding it is looked for only where that row could be mutual.
     """
     n_query, n_candidate = len(query_descriptors), len(descriptors)
     if n_query == 0 or n_candidate < (1 if ratio is None else 2):
@@ -207,32 +210,50 @@ def _mutual_nearest(
     nearest = np.empty(n_query, dtype=np.int64)
     distances = np.empty((n_query, 2), dtype=np.float64)
     column_best = np.full(n_candidate, -np.inf, dtype=np.float32)
-    column_nearest = np.zeros(n_candidate, dtype=np.int64)
+    # Each candidate's nearest query row; -1 where no row can be mutual.
+    column_nearest = np.full(n_candidate, -1, dtype=np.int64)
     rows = max(1, _PRODUCT_BLOCK // n_candidate)
     transposed = descriptors.T
     for start in range(0, n_query, rows):
         stop = min(start + rows, n_query)
         products = query_descriptors[start:stop] @ transposed
-        # Each candidate's nearest in this block; earlier blocks win ties.
-        scores = (
-            products
-            if half_query_norms is None
-            else products - half_query_norms[start:stop, None]
-        )
-        best_rows = scores.argmax(axis=0)
-        best = scores[best_rows, np.arange(n_candidate)]
-        better = best > column_best
-        column_best[better] = best[better]
-        column_nearest[better] = best_rows[better] + start
+        # Column scores: the largest q.d - |q|^2 / 2 is each candidate's nearest.
+        if half_query_norms is not None:
+            scores = products - half_query_norms[start:stop, None]
+        elif half_norms is not None:
+            scores = products.copy()
+        else:
+            scores = products
+        best = scores.max(axis=0)
         # Each query row's nearest: the largest q.d - |d|^2 / 2.
         if half_norms is not None:
             products -= half_norms
         block = np.arange(stop - start)
-        nearest[start:stop] = products.argmax(axis=1)
-        first = products[block, nearest[start:stop]]
-        distances[start:stop, 0] = first
+        block_nearest = products.argmax(axis=1)
+        nearest[start:stop] = block_nearest
+        distances[start:stop, 0] = products[block, block_nearest]
+        # Rows whose nearest candidate they are nearest to in this block, and
+        # the first row of the block that holds each such candidate's best.
+        rows_found = np.flatnonzero(scores[block, block_nearest] == best[block_nearest])
+        columns, first = np.unique(block_nearest[rows_found], return_index=True)
+        holders = rows_found[first]
+        # Another row ties with a found one where the column's best remains
+        # once the found rows' scores are gone; the first row holding it wins.
+        scores[rows_found, block_nearest[rows_found]] = -np.inf
+        remaining = scores.max(axis=0)[columns]
+        for position in np.flatnonzero(remaining == best[columns]):
+            column = columns[position]
+            tied = int(np.argmax(scores[:, column] == best[column]))
+            holders[position] = min(holders[position], tied)
+        # Earlier blocks win ties.
+        better = best > column_best
+        column_best[better] = best[better]
+        column_nearest[better] = -1
+        kept = better[columns]
+        column_nearest[columns[kept]] = holders[kept] + start
         if ratio is not None:
-            products[block, nearest[start:stop]] = -np.inf
+            # The second nearest: the largest once the nearest is set aside.
+            products[block, block_nearest] = -np.inf
             distances[start:stop, 1] = products.max(axis=1)
     query_rows = np.flatnonzero(column_nearest[nearest] == np.arange(n_query))
     if ratio is not None:
