@@ -180,7 +180,8 @@ def test_chunked_aggregators_keep_a_bounded_working_set(method, monkeypatch):
     budget = 1 << 20
     monkeypatch.setattr(segments, "WORKING_SET_BYTES", budget)
     for module in ("masked", "ragged_cumsum"):
-        monkeypatch.setattr(f"vlad.core.aggregators._{module}.WORKING_SET_BYTES", budget)
+        name = f"vlad.core.aggregators._{module}.WORKING_SET_BYTES"
+        monkeypatch.setattr(name, budget)
     sets = vlad.datasets.make_descriptor_sets(40, 500, 32, seed=0)
     centers = sets.descriptors[:16].copy()
     labels = vlad.assign(sets.descriptors, centers)

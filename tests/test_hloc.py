@@ -20,6 +20,7 @@ from photos import DATA
 import vlad
 from vlad.cli._main import main as cli
 from vlad.formats import _hloc as hloc
+from vlad.formats import read_global_features, write_global_features
 from vlad.formats._descriptor_files import read_descriptor_file
 
 h5py = pytest.importorskip("h5py")
@@ -282,17 +283,17 @@ def global_features_as_hloc_writes(path, vectors, names, as_half=True):
 def test_global_features_written_are_what_hloc_reads(tmp_path):
     vectors = np.random.default_rng(1).normal(size=(len(NAMES), 6)).astype(np.float32)
     path = tmp_path / "global-feats-vlad.h5"
-    hloc.write_global_features(path, vectors, NAMES, {"codebook": {"n": 1}})
+    write_global_features(path, vectors, NAMES, {"codebook": {"n": 1}})
     assert sorted(hloc_list_h5_names(path)) == sorted(NAMES)
     np.testing.assert_array_equal(hloc_get_descriptors(NAMES, path), vectors)
-    read, names, record = hloc.read_global_features(path)
+    read, names, record = read_global_features(path)
     order = [NAMES.index(name) for name in names]
     assert names == sorted(NAMES)
     np.testing.assert_array_equal(read, vectors[order])
     assert record == {"codebook": {"n": 1}}
     assert vlad.load_vectors(path)[1] == names
     with pytest.raises(FileExistsError):
-        hloc.write_global_features(path, vectors, NAMES, overwrite=False)
+        write_global_features(path, vectors, NAMES, overwrite=False)
     assert [p.name for p in tmp_path.iterdir()] == ["global-feats-vlad.h5"]
 
 
@@ -300,7 +301,7 @@ def test_global_features_of_hloc_read_as_vectors(tmp_path):
     vectors = np.random.default_rng(2).normal(size=(3, 8)).astype(np.float32)
     path = tmp_path / "global-feats-netvlad.h5"
     global_features_as_hloc_writes(path, vectors, ["b/1.jpg", "a.jpg", "c d.jpg"])
-    read, names, record = hloc.read_global_features(path)
+    read, names, record = read_global_features(path)
     assert names == ["a.jpg", "b/1.jpg", "c d.jpg"] and record is None
     np.testing.assert_array_equal(read, vectors[[1, 0, 2]].astype(np.float16))
     assert read.dtype == np.float32
@@ -323,7 +324,7 @@ def test_global_features_of_hloc_read_as_vectors(tmp_path):
 def test_names_hloc_cannot_hold_are_refused(tmp_path, names, message):
     path = tmp_path / "g.h5"
     with pytest.raises(ValueError, match=message) as raised:
-        hloc.write_global_features(path, np.ones((len(names), 2)), names)
+        write_global_features(path, np.ones((len(names), 2)), names)
     assert "\n" not in str(raised.value)
     assert not path.exists()
 
@@ -414,7 +415,7 @@ def test_a_truncated_file_is_refused_in_one_line(features):
     data = features.read_bytes()
     for size in (len(data) // 2, 100, 0):
         features.write_bytes(data[:size])
-        for read in (read_descriptor_file, hloc.read_global_features):
+        for read in (read_descriptor_file, read_global_features):
             with pytest.raises(ValueError, match="not a readable HDF5 file") as raised:
                 read(features)
             assert "\n" not in str(raised.value)
@@ -429,7 +430,7 @@ def test_without_h5py_the_error_says_what_to_install(features, monkeypatch):
     monkeypatch.setitem(sys.modules, "h5py", None)
     for call in (
         lambda: read_descriptor_file(features),
-        lambda: hloc.write_global_features(features, np.ones((1, 2)), ["a"]),
+        lambda: write_global_features(features, np.ones((1, 2)), ["a"]),
     ):
         with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[hloc\]'"):
             call()
@@ -504,7 +505,7 @@ def test_encode_refuses_global_features_as_input(tmp_path, features):
     codebook = tmp_path / "codebook.npz"
     vlad.fit_codebook_to_images(features, 2, n_jobs=1)[0].save(codebook)
     global_feats = tmp_path / "g.h5"
-    hloc.write_global_features(global_feats, np.ones((1, 2)), ["a.jpg"])
+    write_global_features(global_feats, np.ones((1, 2)), ["a.jpg"])
     result = CliRunner().invoke(
         cli, ["encode", str(global_feats), "-c", str(codebook), "-o", "v.npy"]
     )
@@ -525,9 +526,7 @@ def test_info_describes_both_kinds_of_file(features, tmp_path):
     assert local["descriptors_per_image"]["max"] == expected.lengths.max()
     global_feats = tmp_path / "global-feats.h5"
     vectors = np.vstack([np.ones((2, 3)), np.zeros((1, 3))])
-    hloc.write_global_features(
-        global_feats, vectors, ["a", "b", "c"], {"inputs": ["x"]}
-    )
+    write_global_features(global_feats, vectors, ["a", "b", "c"], {"inputs": ["x"]})
     summary = describe_file(global_feats)
     assert (summary["kind"], summary["n_images"], summary["n_dimensions"]) == (
         "vectors",
@@ -556,8 +555,8 @@ def test_damaged_bytes_give_features_or_a_one_line_error(tmp_path, reader):
         write_local_features(path, NAMES[:3])
         read = read_descriptor_file
     else:
-        hloc.write_global_features(path, np.ones((3, 4)), NAMES[:3], {"a": 1})
-        read = hloc.read_global_features
+        write_global_features(path, np.ones((3, 4)), NAMES[:3], {"a": 1})
+        read = read_global_features
     data = path.read_bytes()
     rng = np.random.default_rng(0)
     outcomes = set()

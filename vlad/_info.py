@@ -21,12 +21,8 @@ from vlad.formats._files import (
     read_numpy_file,
     read_record_archive,
 )
-from vlad.formats._hloc import (
-    HDF5_SUFFIXES,
-    hloc_file_kind,
-    open_local_features,
-    read_global_features,
-)
+from vlad.formats._hloc import HDF5_SUFFIXES, hloc_file_kind, open_local_features
+from vlad.formats._hloc_global import read_global_features
 from vlad.formats._shards import MANIFEST_NAME, is_shard_folder, open_shards
 from vlad.formats._vectors import load_vectors, vector_file_paths
 

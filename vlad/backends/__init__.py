@@ -1,27 +1,23 @@
 """Compiled and accelerator back-ends, each behind an optional dependency
 and each in a package of its own.
 
-- :mod:`vlad.backends.numba`: numba's compiled loops (:mod:`~.numba.kernels`,
-  loaded on first use), the ``numba`` aggregator (:mod:`~.numba.aggregator`)
-  and :func:`vlad.encode`'s pass with assignment fused in
-  (:mod:`~.numba.fused`);
-- :mod:`vlad.backends.jax`: JAX's jitted kernels (:mod:`~.jax.kernels`), the
-  host side of a batch (:mod:`~.jax.batches`), the ``jax`` aggregator and
-  :class:`vlad.JaxEncoder` (:mod:`~.jax.encoder`);
+- :mod:`vlad.backends.numba`: numba's compiled loops (loaded on first use),
+  the ``numba`` aggregator and :func:`vlad.encode`'s pass with assignment
+  fused in;
+- :mod:`vlad.backends.jax`: JAX's jitted kernels, the host side of a batch,
+  the ``jax`` aggregator and :class:`vlad.JaxEncoder`;
 - :mod:`vlad.backends.torch`: PyTorch's kernels, the ``torch`` aggregator,
-  :class:`vlad.TorchEncoder`, the trainable NetVLAD layer
-  (:mod:`~.torch.layer`) and a ViT's patch tokens as descriptors
-  (:mod:`~.torch.features`);
-- shared by several: :mod:`vlad.backends._layout` (how the device back-ends cut
-  a batch into chunks of rows and summation blocks),
-  :mod:`vlad.backends._device_encoder` (what the device encoders share),
-  :mod:`vlad.backends._netvlad` (the NetVLAD layers' initialisation from a
-  codebook) and :mod:`vlad.backends.keras._layer` (the NetVLAD layer for
-  Keras 3, on any of its back-ends).
+  :class:`vlad.TorchEncoder`, the trainable NetVLAD layer and a ViT's patch
+  tokens as descriptors;
+- :mod:`vlad.backends.keras`: the NetVLAD layer for Keras 3, on any of its
+  back-ends;
+- shared by several (private): how the device back-ends cut a batch into
+  chunks of rows and summation blocks, what the device encoders share, and
+  the NetVLAD layers' initialisation from a codebook.
 
 :mod:`vlad.core` imports nothing from here: its aggregator registry names
 the back-ends' aggregators as ``"module:function"`` strings
-(:data:`vlad.core.aggregators.BACKEND_AGGREGATORS`), imported on first use.
+(``vlad.core.aggregators.BACKEND_AGGREGATORS``), imported on first use.
 """
 
 from typing import TYPE_CHECKING

@@ -34,7 +34,7 @@ from vlad.cli._reporting import (
 from vlad.core._options import EncodingOptions
 from vlad.core._parameters import INTRA, L2, MASS, POWER
 from vlad.core.aggregators import AGGREGATORS
-from vlad.formats._hloc import write_global_features
+from vlad.formats._hloc_global import write_global_features
 from vlad.formats._vectors import save_vectors, vector_file_paths
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES, encode_images

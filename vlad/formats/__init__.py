@@ -32,9 +32,8 @@ if TYPE_CHECKING:
     from vlad.formats._hloc import (
         HlocLocalFeatures,
         open_local_features,
-        read_global_features,
-        write_global_features,
     )
+    from vlad.formats._hloc_global import read_global_features, write_global_features
     from vlad.formats._shards import ShardedVectors, open_shards
     from vlad.formats._vectors import load_vectors, save_vectors
 
@@ -48,9 +47,9 @@ __getattr__, __dir__ = attach(
         "open_descriptor_shards": "vlad.formats._descriptor_shards",
         "open_local_features": "vlad.formats._hloc",
         "open_shards": "vlad.formats._shards",
-        "read_global_features": "vlad.formats._hloc",
+        "read_global_features": "vlad.formats._hloc_global",
         "save_vectors": "vlad.formats._vectors",
-        "write_global_features": "vlad.formats._hloc",
+        "write_global_features": "vlad.formats._hloc_global",
     },
 )
 __all__ = [

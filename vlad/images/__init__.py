@@ -17,8 +17,7 @@
   either.
 
 Folders of images (batches, codebooks fitted on them, folders of shards, Dask)
-are :mod:`vlad.pipeline`'s; its public names are also found here, as they
-were in vlad 0.4's ``vlad.images`` sub-modules.
+are :mod:`vlad.pipeline`'s.
 """
 
 from typing import TYPE_CHECKING

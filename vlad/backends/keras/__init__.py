@@ -1,4 +1,6 @@
-"""vlad.backends.keras."""
+"""The Keras 3 back-end: a trainable NetVLAD layer (:class:`NetVLAD`) on any
+of Keras's back-ends (JAX, TensorFlow or PyTorch); Keras itself imported
+when the layer is, with an error that says how to install it."""
 
 from typing import TYPE_CHECKING
 
