@@ -37,7 +37,7 @@ from benchmarks.workloads import (
     make_problem,
     parse_sizes,
 )
-from vlad.formats._files import atomic_write
+from vlad.core._files import atomic_write
 
 __all__ = [
     "Report",

@@ -34,8 +34,8 @@ from pathlib import Path
 import vlad
 from benchmarks.pages import make_photos
 from benchmarks.report import machine_info
+from vlad.core._files import atomic_write
 from vlad.core._parallel import one_opencv_thread
-from vlad.formats._files import atomic_write
 
 __all__ = ["decode_and_sift", "main", "measure_jobs"]
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import vlad
 from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
-from vlad.formats._files import save_record_archive
+from vlad.core._files import save_record_archive
 
 
 def test_from_list_builds_flat_descriptors_and_offsets():

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vlad.formats._files import (
+from vlad.core._files import (
     atomic_write,
     atomic_writes,
     read_numpy_file,

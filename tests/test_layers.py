@@ -157,11 +157,11 @@ def find_cycle(matrix: dict[str, dict[str, list[str]]]) -> list[str] | None:
 
 def test_the_checks_find_what_they_look_for():
     matrix = {
-        "core": {"formats": ["vlad.core._codebook:30 imports vlad.formats._files"]},
+        "core": {"formats": ["vlad.core._codebook:30 imports vlad.core._files"]},
         "formats": {"core": ["vlad.formats._vectors:25 imports vlad.core._finite"]},
     }
     assert upward_imports(matrix) == [
-        "vlad.core._codebook:30 imports vlad.formats._files (floor 0 -> 1)"
+        "vlad.core._codebook:30 imports vlad.core._files (floor 0 -> 1)"
     ]
     assert find_cycle(matrix) == ["core", "formats", "core"]
     assert find_cycle({"cli": {"core": []}, "images": {"core": []}}) is None

@@ -11,16 +11,16 @@ import numpy as np
 
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
-from vlad.core._validation import all_finite, as_offsets
-from vlad.errors import VladError
-from vlad.formats._descriptor_shards import open_descriptor_shards
-from vlad.formats._files import (
+from vlad.core._files import (
     check_format_version,
     npz_member_header,
     parse_record,
     read_numpy_file,
     read_record_archive,
 )
+from vlad.core._validation import all_finite, as_offsets
+from vlad.errors import VladError
+from vlad.formats._descriptor_shards import open_descriptor_shards
 from vlad.formats._hloc import HDF5_SUFFIXES, hloc_file_kind, open_local_features
 from vlad.formats._hloc_global import read_global_features
 from vlad.formats._shards import MANIFEST_NAME, is_shard_folder, open_shards

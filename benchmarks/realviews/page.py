@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.performance_page import machine_section
-from vlad.formats._files import atomic_write
+from vlad.core._files import atomic_write
 
 __all__ = [
     "DEFAULT_PAGE",

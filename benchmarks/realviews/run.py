@@ -51,8 +51,8 @@ import numpy as np
 import vlad
 from benchmarks.report import machine_info
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
+from vlad.core._files import atomic_write
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
-from vlad.formats._files import atomic_write
 from vlad.search import QueryExpansion, VectorIndex, build_index
 from vlad.search._asmk import ASMKIndex, build_asmk_index
 from vlad.search._reranking import rerank_spatially

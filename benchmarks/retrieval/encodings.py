@@ -32,8 +32,8 @@ import vlad
 from benchmarks.report import machine_info
 from benchmarks.retrieval.run import K, dataset_counts
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
+from vlad.core._files import atomic_write
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.formats._files import atomic_write
 from vlad.search import build_index
 
 __all__ = ["VARIANTS", "EncodingVariant", "format_table", "main", "run_variant"]

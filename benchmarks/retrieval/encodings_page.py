@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchmarks.performance_page import machine_section
 from benchmarks.retrieval.encodings import format_table
-from vlad.formats._files import atomic_write
+from vlad.core._files import atomic_write
 
 __all__ = ["main", "render_page"]
 

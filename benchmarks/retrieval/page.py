@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks.performance_page import machine_section
 from benchmarks.retrieval.run import format_by_transform, format_rows
-from vlad.formats._files import atomic_write
+from vlad.core._files import atomic_write
 
 __all__ = ["main", "render_page"]
 

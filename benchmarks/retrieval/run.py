@@ -30,8 +30,8 @@ import numpy as np
 import vlad
 from benchmarks.report import machine_info
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
+from vlad.core._files import atomic_write
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.formats._files import atomic_write
 from vlad.search import QueryExpansion, build_index
 from vlad.search._reranking import rerank_spatially
 

@@ -32,7 +32,7 @@ from hostile.conftest import (
     temporary_files,
 )
 from hostile.makers import encoded
-from vlad.formats._files import atomic_writes
+from vlad.core._files import atomic_writes
 
 #: Images x descriptors of the descriptors file encoded under fire: with 64
 #: centres, 1500 x 8192 float32 vectors (49 MB), so that writing takes a while.

@@ -19,7 +19,7 @@ from photos import DATA
 import vlad
 import vlad.core._writing as writing
 from hostile.conftest import check_no_traceback, record, temporary_files
-from vlad.formats._files import atomic_write
+from vlad.core._files import atomic_write
 
 #: ``vlad ARGS`` in a process that sends itself a signal when it is about to
 #: rename a hidden temporary file onto an output: the instant between the

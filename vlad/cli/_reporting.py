@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from vlad.formats._files import check_writable_folder
+from vlad.core._files import check_writable_folder
 from vlad.formats._names import printable
 from vlad.pipeline._batch import BatchReport
 

@@ -25,10 +25,10 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from vlad.core._files import atomic_write
 from vlad.errors import VladError
 from vlad.evaluation._ground_truth import ground_truth_from_mapping
 from vlad.evaluation._metrics import relevant_ranks, score_ranks
-from vlad.formats._files import atomic_write
 from vlad.formats._names import printable
 
 __all__ = ["DEFAULT_KS", "Evaluation", "QueryEvaluation", "evaluate"]

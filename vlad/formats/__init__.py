@@ -1,8 +1,8 @@
 """What vlad writes and reads on disk, never with pickles.
 
-- :mod:`vlad.formats._files`: the one reader of ``.npy`` and ``.npz`` files,
+- :mod:`vlad.core._files`: the one reader of ``.npy`` and ``.npz`` files,
   and record archives (from :mod:`vlad.core._files`);
-- :mod:`vlad.formats._writing`: atomic writes, never replacing a file that
+- :mod:`vlad.core._writing`: atomic writes, never replacing a file that
   appears meanwhile, leaving nothing behind when killed (from
   :mod:`vlad.core._writing`);
 - :mod:`vlad.formats._vectors`: ``vectors.npy`` with its ``.names.txt`` and

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core._files import read_numpy_file
 from vlad.errors import VladError
 from vlad.formats._descriptor_shards import (
     ShardedDescriptorSets,
     is_descriptor_folder,
     open_descriptor_shards,
 )
-from vlad.formats._files import read_numpy_file
 from vlad.formats._hloc import HDF5_SUFFIXES, HlocLocalFeatures, open_local_features
 from vlad.formats._vectors import RECORD_SUFFIX
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS, DescriptorSets
+from vlad.core._files import check_format_version, read_numpy_file
 from vlad.errors import VladError
-from vlad.formats._files import check_format_version, read_numpy_file
 from vlad.formats._names import names_from_json
 from vlad.formats._shards import (
     MANIFEST_NAME,

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from vlad.formats._writing import writer_gone
+from vlad.core._writing import writer_gone
 
 __all__ = ["remove_stale_folders", "replace_folder"]
 
@@ -156,7 +156,7 @@ def _exchange(first: Path, second: Path) -> bool:
 
 def remove_stale_folders(path: str | os.PathLike) -> list[Path]:
     """Remove the hidden folders (``.partial``, ``.old``) of replacements of
-    ``path`` whose process is gone (see :func:`vlad.formats._writing.writer_gone`);
+    ``path`` whose process is gone (see :func:`vlad.core._writing.writer_gone`);
     those of a live process are kept.
 
     Returns

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core._validation import all_finite
+from vlad.core._writing import atomic_write
 from vlad.errors import VladError
 from vlad.formats._hloc import (
     GLOBAL_DATASET,
@@ -21,7 +22,6 @@ from vlad.formats._hloc import (
     import_h5py,
     open_hdf5,
 )
-from vlad.formats._writing import atomic_write
 
 __all__ = ["RECORD_ATTRIBUTE", "read_global_features", "write_global_features"]
 
@@ -43,7 +43,7 @@ def write_global_features(
     One group per name, holding a float32 dataset ``global_descriptor`` of
     shape (D,), as hloc's ``pairs_from_retrieval.py`` reads; the file is made
     in memory, then written to a temporary file moved into place (see
-    :func:`vlad.formats._writing.atomic_write`).
+    :func:`vlad.core._writing.atomic_write`).
 
     Parameters
     ----------

@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.core._files import atomic_write, atomic_writes, read_numpy_file
+from vlad.core._writing import remove_stale_temporaries_in
 from vlad.errors import VladError
-from vlad.formats._files import atomic_write, atomic_writes, read_numpy_file
 from vlad.formats._names import names_from_json
-from vlad.formats._writing import remove_stale_temporaries_in
 
 __all__ = [
     "MANIFEST_NAME",

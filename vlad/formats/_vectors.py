@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.core._files import atomic_writes, read_numpy_file
 from vlad.core._finite import largest_magnitude
 from vlad.core._validation import all_finite
 from vlad.errors import VladError
-from vlad.formats._files import atomic_writes, read_numpy_file
 from vlad.formats._hloc import is_hdf5_path
 from vlad.formats._hloc_global import read_global_features
 from vlad.formats._names import names_from_lines, names_to_lines

@@ -10,12 +10,12 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vlad.core._files import atomic_write
 from vlad.core._pool import Progress
 from vlad.errors import VladError
 from vlad.evaluation._curves import RECALL_LEVELS, mean_interpolated_precision
 from vlad.evaluation._ground_truth import ground_truth_from_mapping
 from vlad.evaluation._scoring import Evaluation, QueryEvaluation
-from vlad.formats._files import atomic_write
 from vlad.pages._cards import hit_card, query_card, relevance
 from vlad.pages._charts import bar_chart, line_chart
 from vlad.pages._html import escape, html_page, percent

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.core._files import atomic_write
 from vlad.core._validation import as_float_matrix, check_positive_int
 from vlad.errors import VladError
-from vlad.formats._files import atomic_write
 from vlad.images._describe import describe_image_with_keypoints
 from vlad.images._files import ImageReadError
 from vlad.images._sift import SiftOptions

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._files import atomic_write
 from vlad.core._pool import Progress
 from vlad.errors import VladError
 from vlad.evaluation._ground_truth import (
@@ -29,7 +30,6 @@ from vlad.evaluation._ground_truth import (
     load_ground_truth,
 )
 from vlad.evaluation._scoring import evaluate
-from vlad.formats._files import atomic_write
 from vlad.images._files import ImageReadError
 from vlad.pages._cards import hit_card, query_card, relevance
 from vlad.pages._html import escape, html_page, percent

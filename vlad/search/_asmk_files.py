@@ -16,8 +16,8 @@ import numpy as np
 
 from vlad._version import __version__
 from vlad.core._codebook import Codebook
+from vlad.core._files import check_format_version, read_numpy_file
 from vlad.errors import VladError
-from vlad.formats._files import check_format_version, read_numpy_file
 from vlad.formats._folders import replace_folder
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.core._files import read_numpy_file
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
 from vlad.errors import VladError
-from vlad.formats._files import read_numpy_file
 
 __all__ = [
     "MIN_DATABASE_BLOCK",

@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad._version import __version__
+from vlad.core._files import check_format_version, read_numpy_file
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
 from vlad.errors import VladError
-from vlad.formats._files import check_format_version, read_numpy_file
 from vlad.formats._folders import replace_folder
 from vlad.search._exact import ExactStore
 from vlad.search._expansion import QueryExpansion, augment_database, search_expanded

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.core._files import atomic_write, check_format_version
 from vlad.errors import VladError
-from vlad.formats._files import atomic_write, check_format_version
 
 __all__ = [
     "RESULT_SUFFIXES",

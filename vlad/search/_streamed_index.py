@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.core._files import read_numpy_file
 from vlad.core._validation import check_finite, check_positive_int
-from vlad.formats._files import read_numpy_file
 from vlad.formats._shards import open_shards, shard_names
 from vlad.search._exact import ExactStore
 from vlad.search._faiss_store import FaissStore

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
-from vlad.errors import VladError
-from vlad.formats._files import (
+from vlad.core._files import (
     check_format_version,
     read_record_archive,
     save_record_archive,
 )
+from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
+from vlad.errors import VladError
 
 __all__ = ["MAX_EXACT_SIDE", "PCAWhitening", "fit_whitening", "nonzero_rows"]
 
