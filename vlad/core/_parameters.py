@@ -70,7 +70,7 @@ class Parameter:
 
     Examples
     --------
-    >>> from vlad.core._parameters import POWER
+    >>> from vlad.core import POWER
     >>> POWER.check(0.5)
     0.5
     >>> POWER.expectation

@@ -351,7 +351,7 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
     >>> import os, tempfile
     >>> import h5py
     >>> import numpy as np
-    >>> from vlad.formats._hloc import open_local_features
+    >>> from vlad.formats import open_local_features
     >>> path = os.path.join(tempfile.mkdtemp(), "feats-superpoint.h5")
     >>> with h5py.File(path, "w") as file:
     ...     group = file.create_group("db/0001.jpg")

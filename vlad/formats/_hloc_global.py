@@ -74,7 +74,7 @@ def write_global_features(
     >>> import os, tempfile
     >>> import h5py
     >>> import numpy as np
-    >>> from vlad.formats._hloc import write_global_features
+    >>> from vlad.formats import write_global_features
     >>> path = os.path.join(tempfile.mkdtemp(), "global-feats-vlad.h5")
     >>> write_global_features(path, np.eye(2), ["db/1.jpg", "query 2.jpg"])
     >>> with h5py.File(path, "r") as file:

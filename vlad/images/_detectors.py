@@ -136,7 +136,7 @@ def unpack_bits(descriptors: np.ndarray, n_bits: int) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from vlad.images._detectors import unpack_bits
+    >>> from vlad.images import unpack_bits
     >>> unpack_bits(np.array([[0b10000001]], np.uint8), 8).tolist()
     [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]
     """

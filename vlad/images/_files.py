@@ -354,7 +354,7 @@ def read_image_reduced(
 
     Examples
     --------
-    >>> from vlad.images._files import read_image_reduced
+    >>> from vlad.images import read_image_reduced
     >>> image, full_shape = read_image_reduced("data/chelsea.jpg", min_side=100)
     >>> image.shape, full_shape
     ((75, 113), (300, 451))

@@ -252,7 +252,7 @@ def write_matches_picture(
     Examples
     --------
     >>> import os, tempfile
-    >>> from vlad.pages._matches import write_matches_picture
+    >>> from vlad.pages import write_matches_picture
     >>> output = os.path.join(tempfile.mkdtemp(), "matches.png")
     >>> found = write_matches_picture(
     ...     "data/chelsea.jpg", "data/chelsea.jpg", output,

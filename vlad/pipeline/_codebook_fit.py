@@ -83,7 +83,7 @@ def write_codebook(
     --------
     >>> import pathlib, tempfile
     >>> import vlad
-    >>> from vlad.pipeline._codebook_fit import write_codebook
+    >>> from vlad.pipeline import write_codebook
     >>> path = pathlib.Path(tempfile.mkdtemp(), "codebook.npz")
     >>> codebook, report = write_codebook("data", path, 4, n_jobs=1)
     >>> codebook.n_clusters, len(report.names)
@@ -165,7 +165,7 @@ def write_adapted_codebook(
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from vlad.pipeline._codebook_fit import write_adapted_codebook, write_codebook
+    >>> from vlad.pipeline import write_adapted_codebook, write_codebook
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> generic, _ = write_codebook("data/astronaut.jpg", root / "generic.npz", 4)
     >>> adapted, report = write_adapted_codebook(

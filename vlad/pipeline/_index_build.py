@@ -96,7 +96,7 @@ def write_index(
     --------
     >>> import pathlib, tempfile
     >>> import numpy as np
-    >>> from vlad.pipeline._index_build import write_index
+    >>> from vlad.pipeline import write_index
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> vectors = np.eye(3, 4, dtype=np.float32)
     >>> np.save(root / "vectors.npy", vectors)

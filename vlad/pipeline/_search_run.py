@@ -141,7 +141,7 @@ def search_index(
     --------
     >>> import pathlib, tempfile
     >>> import vlad
-    >>> from vlad.pipeline._search_run import search_index
+    >>> from vlad.pipeline import search_index
     >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
     >>> encoded = vlad.encode_images("data", codebook, n_jobs=1)
     >>> folder = pathlib.Path(tempfile.mkdtemp(), "index")

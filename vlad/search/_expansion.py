@@ -96,7 +96,7 @@ def expand_queries(
     Examples
     --------
     >>> import numpy as np
-    >>> from vlad.search._expansion import expand_queries
+    >>> from vlad.search import expand_queries
     >>> expanded = expand_queries(np.array([[1.0, 0.0]]), np.array([[[0.0, 1.0]]]),
     ...                           np.array([[0.5]]))
     >>> print(expanded.round(4))

@@ -352,7 +352,7 @@ def spatial_rerank(
     Examples
     --------
     >>> import vlad
-    >>> from vlad.search._spatial import spatial_rerank
+    >>> from vlad.search import spatial_rerank
     >>> options = {"max_side": 256, "max_keypoints": 300}
     >>> database, _ = vlad.extract_images("data", options, n_jobs=1)
     >>> database.names[3]

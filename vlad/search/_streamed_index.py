@@ -84,7 +84,7 @@ def index_shards(
     >>> import numpy as np
     >>> import vlad
     >>> from vlad.pipeline import encode_images_to_folder
-    >>> from vlad.search._streamed_index import index_shards
+    >>> from vlad.search import index_shards
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
     >>> _ = encode_images_to_folder("data", codebook, root / "v", shard_images=3)
