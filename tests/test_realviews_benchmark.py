@@ -660,6 +660,8 @@ def test_the_asmk_vocabulary_is_fitted_once_then_loaded_from_the_cache(
     row = run_variant(second, "asmk")
     assert row["variant"] == "asmk-16" == vocabulary_name("asmk", 16)
     assert row["description"].endswith("; 16 words fitted on 500 sampled descriptors")
+    index = index_asmk(second, binary=False)
+    assert row["index"] == {"nbytes": index.nbytes, "n_entries": index.n_entries}
     assert vocabulary_name("asmk-spatial-50-qe", 16384) == "asmk-16k-spatial-50-qe"
     assert vocabulary_name("asmk-star", 4096) == "asmk-star"
     with pytest.raises(

@@ -581,8 +581,9 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         variant), ``description``, ``setup_seconds``, ``search_seconds``,
         ``ms_per_query`` (wall clock), ``cpu_ms_per_query`` (CPU time of the
         process's threads), ``load_average`` (the machine's over the last
-        minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`) and
-        ``step_map``.
+        minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`),
+        ``step_map`` and, for an ASMK index, ``index`` (its ``nbytes`` and
+        ``n_entries``).
 
     Raises
     ------
@@ -624,7 +625,11 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         "load_average": os.getloadavg()[0],
         "evaluation": evaluation.to_dict(),
         "step_map": step_map(evaluation),
-    }
+    } | (
+        {"index": {"nbytes": state.nbytes, "n_entries": state.n_entries}}
+        if isinstance(state, ASMKIndex)
+        else {}
+    )
 
 
 def _image_names(folder: Path) -> list[str]:
