@@ -668,3 +668,44 @@ def test_the_asmk_vocabulary_is_fitted_once_then_loaded_from_the_cache(
         ValueError, match="has n_training_descriptors 500, expected 400"
     ):
         fresh(sample=400).asmk_codebook()
+
+
+def test_the_command_line_fits_the_vocabulary_once_then_loads_it(
+    prepared, tmp_path, capsys
+):
+    names = prepared.descriptors.names
+    (tmp_path / "images").mkdir()
+    for name in names:
+        (tmp_path / "images" / name).write_bytes(b"")
+    truth = {
+        names[i]: {
+            "relevant": [names[j] for j in range(6) if j % 2 == i % 2 and j != i],
+            "junk": [names[i]],
+        }
+        for i in range(6)
+    }
+    (tmp_path / "ground_truth.json").write_text(json.dumps(truth))
+    prepared.descriptors.save(tmp_path / "descriptors.npz")
+    cache = tmp_path / "codebooks"
+    arguments = [
+        str(tmp_path),
+        *("--descriptors", str(tmp_path / "descriptors.npz")),
+        *("--variant", "asmk", "k64", "--asmk-words", "16", "--asmk-sample", "500"),
+        *("--codebook-cache", str(cache), "--jobs", "1"),
+    ]
+    for run, how in enumerate(("fitted in", f"loaded from {cache / 'asmk-16.npz'}")):
+        assert run_main([*arguments, "--json", str(tmp_path / f"{run}.json")]) == 0
+        assert f"ASMK vocabulary of 16 words {how}" in capsys.readouterr().out
+        record = json.loads((tmp_path / f"{run}.json").read_text())
+        assert [row["variant"] for row in record["variants"]] == ["asmk-16", "k64"]
+        assert record["settings"]["asmk_words"] == 16
+        assert record["asmk_codebook"]["fitted"] == (run == 0)
+    first, second = (
+        json.loads((tmp_path / f"{run}.json").read_text()) for run in (0, 1)
+    )
+    assert first["variants"][0]["evaluation"] == second["variants"][0]["evaluation"]
+    assert (
+        first["asmk_codebook"]["fit_seconds"]
+        == second["asmk_codebook"]["fit_seconds"]
+        == first["preparation_seconds"]["codebook K=16"]
+    )

@@ -756,12 +756,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     record = prepared.asmk_codebook_record
     if record:
-        how = "fitted" if record["fitted"] else f"loaded from {record['path']}, fitted"
-        print(
-            f"ASMK vocabulary of {record['words']} words {how} in "
-            f"{record['fit_seconds']} s ({record['fit_cpu_seconds']} CPU s)",
-            flush=True,
-        )
+        how = "fitted" if record["fitted"] else f"loaded from {record['path']}"
+        if record["fit_seconds"] is not None:
+            how += (
+                f"{', fitted' * (not record['fitted'])} in "
+                f"{record['fit_seconds']:.1f} s ({record['fit_cpu_seconds']:.1f} CPU s)"
+            )
+        print(f"ASMK vocabulary of {record['words']} words {how}", flush=True)
     report = {
         "machine": machine_info(),
         "dataset": _dataset_record(arguments.dataset),
