@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import benchmarks.realviews.run as run_module
 import vlad
 from benchmarks.realviews.build import (
     build_dataset,
@@ -34,6 +33,7 @@ from benchmarks.realviews.run import (
     search_asmk_expanded,
     step_average_precision,
     step_map,
+    vocabulary_name,
 )
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
@@ -574,9 +574,7 @@ def test_runs_merge_into_one_page(prepared):
 
 
 @pytest.mark.parametrize("reverify", [False, True])
-def test_query_expansion_by_verified_images_is_a_plain_loop(
-    prepared, monkeypatch, reverify
-):
+def test_query_expansion_by_verified_images_is_a_plain_loop(prepared, reverify):
     # Images 0, 1 and 2 are one scene (moved, scaled and noisy copies), so
     # each verifies the others; the rest are unrelated.
     rng = np.random.default_rng(1)
@@ -587,8 +585,9 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(
         arrays[copy] = arrays[0] + 0.01 * rng.random((60, 8), dtype=np.float32)
         keypoints[copy] = keypoints[0] * (1 + 0.1 * copy) + 3
     sets = vlad.DescriptorSets.from_list(arrays, names, keypoints=keypoints)
-    scene = Prepared(sets, prepared.ground_truth, prepared.queries, n_jobs=1)
-    monkeypatch.setattr(run_module, "ASMK_WORDS", 8)
+    scene = Prepared(
+        sets, prepared.ground_truth, prepared.queries, n_jobs=1, asmk_words=8
+    )
     index = index_asmk(scene, binary=False)
     # ASMK of 8 words ranks these made-up images poorly: verify them all, or
     # (reverify) half of them and then the second search's next half.
@@ -628,3 +627,85 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(
         expected = verified + [name for name in again if name not in verified]
         assert rankings[query] == expected
     assert verified_others >= 2
+
+
+def test_the_asmk_vocabulary_is_fitted_once_then_loaded_from_the_cache(
+    prepared, tmp_path
+):
+    def fresh(sample=500):
+        return Prepared(
+            prepared.descriptors,
+            prepared.ground_truth,
+            prepared.queries,
+            n_jobs=1,
+            asmk_words=16,
+            asmk_sample=sample,
+            codebook_cache=tmp_path / "codebooks",
+        )
+
+    expected = vlad.fit_codebook(prepared.descriptors, 16, sample=500, n_jobs=1)
+    first = fresh()
+    fitted = first.asmk_codebook()
+    np.testing.assert_array_equal(fitted.centers, expected.centers)
+    assert first.asmk_codebook_record["fitted"]
+    assert first.asmk_codebook_record["fit_seconds"] == first.seconds["codebook K=16"]
+    path = tmp_path / "codebooks" / "asmk-16.npz"
+    assert first.asmk_codebook_record["path"] == str(path) and path.is_file()
+    second = fresh()
+    loaded = second.asmk_codebook()
+    np.testing.assert_array_equal(loaded.centers, expected.centers)
+    assert not second.asmk_codebook_record["fitted"]
+    assert second.asmk_codebook_record["fit_seconds"] == first.seconds["codebook K=16"]
+    assert "codebook K=16 (loaded)" in second.seconds
+    row = run_variant(second, "asmk")
+    assert row["variant"] == "asmk-16" == vocabulary_name("asmk", 16)
+    assert row["description"].endswith("; 16 words fitted on 500 sampled descriptors")
+    index = index_asmk(second, binary=False)
+    assert row["index"] == {"nbytes": index.nbytes, "n_entries": index.n_entries}
+    assert vocabulary_name("asmk-spatial-50-qe", 16384) == "asmk-16k-spatial-50-qe"
+    assert vocabulary_name("asmk-star", 4096) == "asmk-star"
+    with pytest.raises(
+        ValueError, match="has n_training_descriptors 500, expected 400"
+    ):
+        fresh(sample=400).asmk_codebook()
+
+
+def test_the_command_line_fits_the_vocabulary_once_then_loads_it(
+    prepared, tmp_path, capsys
+):
+    names = prepared.descriptors.names
+    (tmp_path / "images").mkdir()
+    for name in names:
+        (tmp_path / "images" / name).write_bytes(b"")
+    truth = {
+        names[i]: {
+            "relevant": [names[j] for j in range(6) if j % 2 == i % 2 and j != i],
+            "junk": [names[i]],
+        }
+        for i in range(6)
+    }
+    (tmp_path / "ground_truth.json").write_text(json.dumps(truth))
+    prepared.descriptors.save(tmp_path / "descriptors.npz")
+    cache = tmp_path / "codebooks"
+    arguments = [
+        str(tmp_path),
+        *("--descriptors", str(tmp_path / "descriptors.npz")),
+        *("--variant", "asmk", "k64", "--asmk-words", "16", "--asmk-sample", "500"),
+        *("--codebook-cache", str(cache), "--jobs", "1"),
+    ]
+    for run, how in enumerate(("fitted in", f"loaded from {cache / 'asmk-16.npz'}")):
+        assert run_main([*arguments, "--json", str(tmp_path / f"{run}.json")]) == 0
+        assert f"ASMK vocabulary of 16 words {how}" in capsys.readouterr().out
+        record = json.loads((tmp_path / f"{run}.json").read_text())
+        assert [row["variant"] for row in record["variants"]] == ["asmk-16", "k64"]
+        assert record["settings"]["asmk_words"] == 16
+        assert record["asmk_codebook"]["fitted"] == (run == 0)
+    first, second = (
+        json.loads((tmp_path / f"{run}.json").read_text()) for run in (0, 1)
+    )
+    assert first["variants"][0]["evaluation"] == second["variants"][0]["evaluation"]
+    assert (
+        first["asmk_codebook"]["fit_seconds"]
+        == second["asmk_codebook"]["fit_seconds"]
+        == first["preparation_seconds"]["codebook K=16"]
+    )

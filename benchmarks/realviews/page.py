@@ -212,8 +212,8 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         "Descriptors, as their file records them: "
         + ", ".join(f"{key} {value}" for key, value in sorted(descriptors.items()))
         + ". Each codebook is fitted on the descriptors of every image (a "
-        "sample of 100,000, seed 0, as `vlad fit` on the folder), and every "
-        "query ranks the whole database.\n",
+        "sample of 100,000, seed 0, as `vlad fit` on the folder, unless the "
+        "variant says otherwise), and every query ranks the whole database.\n",
         "mAP is revisitop's (the trapezoid rule, see "
         "[Evaluation](evaluation.md)); mAP (steps) is the non-interpolated "
         "mean of the precision at each relevant image. R@k is the share of "

@@ -4,6 +4,7 @@
 
     python -m benchmarks.realviews.run DATASET [--work DIR] [--descriptors PATH]
         [--variant NAME ...] [--jobs N] [--json PATH]
+        [--asmk-words N] [--asmk-sample N] [--codebook-cache DIR]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.realviews.build`. Every
 image of ``DATASET/images`` is in the database, and every scene image is also
@@ -17,7 +18,9 @@ builds what its search needs from the :class:`Prepared` data (codebook,
 vectors, index: offline work, timed as a whole) and whose ``search`` ranks
 the database for every query (timed per query). The codebook is fitted on
 all the database's descriptors, as ``vlad fit`` on the folder would, and
-shared by the variants that use the same K and encoding. Each variant's
+shared by the variants that use the same K and encoding; the ASMK variants'
+vocabulary (``--asmk-words``, fitted on ``--asmk-sample`` descriptors) can be
+kept in ``--codebook-cache`` and loaded by later runs. Each variant's
 rankings (the whole database, best first) are scored by
 :func:`vlad.evaluation.evaluate`: mAP (revisitop's), Recall@1, @5 and @10,
 overall and per tag (tier and family), and the step-wise mAP beside it.
@@ -74,8 +77,11 @@ __all__ = [
 KS = (1, 5, 10)
 #: PCA-whitening dimension of the ``pca-128`` variant.
 PCA_DIMENSION = 128
-#: Words of the ASMK variants' vocabulary.
+#: Words of the ASMK variants' vocabulary unless told otherwise.
 ASMK_WORDS = 4096
+#: Descriptors sampled to fit a codebook unless told otherwise (``vlad fit``'s
+#: default).
+SAMPLE = 100_000
 #: Verified images (besides the query) whose descriptors join the query's in
 #: the ``-qe`` variants' second search.
 EXPANDED_IMAGES = 10
@@ -106,6 +112,17 @@ class Prepared:
         Threads of k-means, encoding and spatial verification.
     seconds : dict of str to float
         Time of each shared step (descriptors, each codebook, each encoding).
+    asmk_words : int
+        Words of the ASMK variants' vocabulary.
+    asmk_sample : int
+        Descriptors sampled to fit it.
+    codebook_cache : Path or None
+        A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
+        fitted and saved there once, loaded afterwards.
+    asmk_codebook_record : dict
+        How the ASMK vocabulary came (``path``, ``fitted``) and its fit's wall
+        and CPU seconds (``fit_seconds``, ``fit_cpu_seconds``, those of the
+        run that fitted it when it was loaded); empty until it is needed.
     """
 
     descriptors: vlad.DescriptorSets
@@ -113,19 +130,90 @@ class Prepared:
     queries: list[str]
     n_jobs: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    asmk_words: int = ASMK_WORDS
+    asmk_sample: int = SAMPLE
+    codebook_cache: Path | None = None
+    asmk_codebook_record: dict = field(default_factory=dict)
     _codebooks: dict = field(default_factory=dict, repr=False)
     _vectors: dict = field(default_factory=dict, repr=False)
 
-    def codebook(self, clusters: int = DEFAULT_N_CLUSTERS) -> vlad.Codebook:
-        """A codebook of ``clusters`` centres fitted on every database
-        descriptor (sample and seed as ``vlad fit``), fitted once."""
+    def codebook(
+        self, clusters: int = DEFAULT_N_CLUSTERS, sample: int = SAMPLE
+    ) -> vlad.Codebook:
+        """A codebook of ``clusters`` centres fitted on ``sample`` of the
+        database's descriptors (seed as ``vlad fit``), fitted once."""
         if clusters not in self._codebooks:
-            start = time.perf_counter()
-            self._codebooks[clusters] = vlad.fit_codebook(
-                self.descriptors, clusters, n_jobs=self.n_jobs
+            start, cpu = time.perf_counter(), time.process_time()
+            codebook = vlad.fit_codebook(
+                self.descriptors, clusters, sample=sample, n_jobs=self.n_jobs
             )
-            self.seconds[f"codebook K={clusters}"] = time.perf_counter() - start
+            seconds = time.perf_counter() - start
+            self._codebooks[clusters] = vlad.Codebook(
+                codebook.centers,
+                codebook.metadata
+                | {
+                    "fit_seconds": seconds,
+                    "fit_cpu_seconds": time.process_time() - cpu,
+                },
+            )
+            self.seconds[f"codebook K={clusters}"] = seconds
         return self._codebooks[clusters]
+
+    def asmk_codebook(self) -> vlad.Codebook:
+        """The ASMK variants' vocabulary: :attr:`asmk_words` words fitted on
+        :attr:`asmk_sample` descriptors, or loaded from :attr:`codebook_cache`
+        (and saved there when fitted).
+
+        Raises
+        ------
+        ValueError
+            The cached codebook was fitted otherwise (words, sample, seed or
+            descriptors).
+        """
+        words = self.asmk_words
+        if words in self._codebooks:
+            return self._codebooks[words]
+        path = (
+            self.codebook_cache / f"asmk-{words}.npz" if self.codebook_cache else None
+        )
+        if path is None or not path.exists():
+            codebook = self.codebook(words, self.asmk_sample)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                codebook.save(path, overwrite=False)
+            fitted = True
+        else:
+            start = time.perf_counter()
+            codebook = vlad.Codebook.load(path)
+            expected = {
+                "n_clusters": words,
+                "seed": 0,
+                "n_training_descriptors": min(
+                    self.asmk_sample, len(self.descriptors.descriptors)
+                ),
+                "descriptor": self.descriptors.metadata,
+            }
+            found = {"n_clusters": codebook.n_clusters} | {
+                key: codebook.metadata.get(key) for key in list(expected)[1:]
+            }
+            for key, value in expected.items():
+                if found[key] != value:
+                    raise ValueError(
+                        f"the cached codebook {path} has {key} {found[key]!r}, "
+                        f"expected {value!r}; remove it to fit it again"
+                    )
+            self._codebooks[words] = codebook
+            self.seconds[f"codebook K={words} (loaded)"] = time.perf_counter() - start
+            fitted = False
+        self.asmk_codebook_record = {
+            "path": None if path is None else str(path),
+            "fitted": fitted,
+            "words": words,
+            "sample": self.asmk_sample,
+            "fit_seconds": codebook.metadata.get("fit_seconds"),
+            "fit_cpu_seconds": codebook.metadata.get("fit_cpu_seconds"),
+        }
+        return codebook
 
     def vectors(
         self,
@@ -180,11 +268,32 @@ class Variant:
     search : callable
         ``search(prepared, state) -> rankings``: query name to database
         names, best first, for every query of ``prepared.queries``.
+    vocabulary : bool
+        Whether it uses the ASMK vocabulary: its results then name the
+        vocabulary's size (see :func:`vocabulary_name`).
     """
 
     description: str
     setup: Callable[[Prepared], Any]
     search: Callable[[Prepared, Any], Mapping[str, Sequence[str]]]
+    vocabulary: bool = False
+
+
+def vocabulary_name(name: str, words: int) -> str:
+    """``name`` of an ASMK variant run with ``words`` words: itself with
+    :data:`ASMK_WORDS`, the size after ``asmk`` otherwise.
+
+    Examples
+    --------
+    >>> vocabulary_name("asmk-spatial-50-qe", 16384), vocabulary_name("asmk", 5000)
+    ('asmk-16k-spatial-50-qe', 'asmk-5000')
+    >>> vocabulary_name("asmk-star", ASMK_WORDS)
+    'asmk-star'
+    """
+    if words == ASMK_WORDS:
+        return name
+    size = f"{words // 1024}k" if words % 1024 == 0 else str(words)
+    return name.replace("asmk", f"asmk-{size}", 1)
 
 
 @dataclass
@@ -245,8 +354,8 @@ def _verified(prepared: Prepared, results, depth, verification) -> dict:
 
 def index_asmk(prepared: Prepared, *, binary: bool) -> ASMKIndex:
     """ASMK (or, ``binary``, ASMK*) index of the database's descriptors with
-    a vocabulary of :data:`ASMK_WORDS` words fitted on them."""
-    codebook = prepared.codebook(ASMK_WORDS)
+    the vocabulary of :meth:`Prepared.asmk_codebook`."""
+    codebook = prepared.asmk_codebook()
     return build_asmk_index(prepared.descriptors, codebook, binary=binary)
 
 
@@ -385,16 +494,18 @@ def _variants() -> dict[str, Variant]:
         )
     for binary, name, label in ((True, "asmk-star", "ASMK*"), (False, "asmk", "ASMK")):
         variants[name] = Variant(
-            f"{label} over an inverted file, {ASMK_WORDS} words (vlad index "
-            f"--method asmk{'' if binary else ' --full'})",
+            f"{label} over an inverted file (vlad index --method asmk"
+            f"{'' if binary else ' --full'})",
             functools.partial(index_asmk, binary=binary),
             search_asmk,
+            vocabulary=True,
         )
     for depth in (20, 50, 100):
         variants[f"asmk-spatial-{depth}"] = Variant(
             f"ASMK, then spatial verification of the top {depth}",
             functools.partial(index_asmk, binary=False),
             functools.partial(search_asmk, depth=depth),
+            vocabulary=True,
         )
     for depth in (20, 50, 100):
         variants[f"asmk-spatial-{depth}-qe"] = Variant(
@@ -403,6 +514,7 @@ def _variants() -> dict[str, Variant]:
             "search again as one query; the verified images stay first",
             functools.partial(index_asmk, binary=False),
             functools.partial(search_asmk_expanded, depth=depth),
+            vocabulary=True,
         )
     for depth in (20, 50):
         variants[f"asmk-spatial-{depth}-qe-verified"] = Variant(
@@ -411,6 +523,7 @@ def _variants() -> dict[str, Variant]:
             "follow the first ones",
             functools.partial(index_asmk, binary=False),
             functools.partial(search_asmk_expanded, depth=depth, reverify=True),
+            vocabulary=True,
         )
     return variants
 
@@ -464,11 +577,13 @@ def run_variant(prepared: Prepared, name: str) -> dict:
     Returns
     -------
     dict
-        ``variant``, ``description``, ``setup_seconds``, ``search_seconds``,
+        ``variant`` (``name``, or :func:`vocabulary_name`'s for an ASMK
+        variant), ``description``, ``setup_seconds``, ``search_seconds``,
         ``ms_per_query`` (wall clock), ``cpu_ms_per_query`` (CPU time of the
         process's threads), ``load_average`` (the machine's over the last
-        minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`) and
-        ``step_map``.
+        minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`),
+        ``step_map`` and, for an ASMK index, ``index`` (its ``nbytes`` and
+        ``n_entries``).
 
     Raises
     ------
@@ -491,9 +606,17 @@ def run_variant(prepared: Prepared, name: str) -> dict:
     # CPU time of every thread: what a query costs, however busy the machine.
     cpu_seconds = time.process_time() - cpu_start
     evaluation = evaluate(rankings, prepared.ground_truth, ks=KS)
+    description = variant.description
+    if variant.vocabulary:
+        name = vocabulary_name(name, prepared.asmk_words)
+        description += f"; {prepared.asmk_words} words" + (
+            f" fitted on {prepared.asmk_sample} sampled descriptors"
+            if prepared.asmk_sample != SAMPLE
+            else ""
+        )
     return {
         "variant": name,
-        "description": variant.description,
+        "description": description,
         "setup_seconds": setup_seconds,
         "search_seconds": search_seconds,
         "ms_per_query": 1000 * search_seconds / len(prepared.queries),
@@ -502,7 +625,11 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         "load_average": os.getloadavg()[0],
         "evaluation": evaluation.to_dict(),
         "step_map": step_map(evaluation),
-    }
+    } | (
+        {"index": {"nbytes": state.nbytes, "n_entries": state.n_entries}}
+        if isinstance(state, ASMKIndex)
+        else {}
+    )
 
 
 def _image_names(folder: Path) -> list[str]:
@@ -597,6 +724,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"one or more (default: all: {', '.join(VARIANTS)})",
     )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=None, help="default: every core")
+    parser.add_argument(
+        "--asmk-words", type=int, default=ASMK_WORDS, metavar="N",
+        help=f"words of the ASMK vocabulary (default: {ASMK_WORDS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--asmk-sample", type=int, default=SAMPLE, metavar="N",
+        help=f"descriptors sampled to fit it (default: {SAMPLE})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--codebook-cache", type=Path, metavar="DIR",
+        help="keep the ASMK vocabulary in DIR/asmk-N.npz: fitted once, then loaded",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, metavar="PATH")
     arguments = parser.parse_args(argv)
     names = arguments.variant or list(VARIANTS)
@@ -607,9 +746,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             descriptors=arguments.descriptors,
             n_jobs=arguments.jobs,
         )
+        prepared.asmk_words = arguments.asmk_words
+        prepared.asmk_sample = arguments.asmk_sample
+        prepared.codebook_cache = arguments.codebook_cache
+        if any(VARIANTS[name].vocabulary for name in names):
+            prepared.asmk_codebook()
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    record = prepared.asmk_codebook_record
+    if record:
+        how = "fitted" if record["fitted"] else f"loaded from {record['path']}"
+        if record["fit_seconds"] is not None:
+            how += (
+                f"{', fitted' * (not record['fitted'])} in "
+                f"{record['fit_seconds']:.1f} s ({record['fit_cpu_seconds']:.1f} CPU s)"
+            )
+        print(f"ASMK vocabulary of {record['words']} words {how}", flush=True)
     report = {
         "machine": machine_info(),
         "dataset": _dataset_record(arguments.dataset),
@@ -619,8 +772,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": shlex.join(
             ["python", "-m", "benchmarks.realviews.run", *(argv or sys.argv[1:])]
         ),
-        "settings": {"variant": names, "jobs": arguments.jobs},
+        "settings": {
+            "variant": names,
+            "jobs": arguments.jobs,
+            "asmk_words": arguments.asmk_words,
+            "asmk_sample": arguments.asmk_sample,
+            "codebook_cache": arguments.codebook_cache,
+        },
         "preparation_seconds": prepared.seconds,
+        "asmk_codebook": prepared.asmk_codebook_record,
         "variants": [],
     }
     for name in names:
