@@ -12,6 +12,7 @@ from dask_runs import folder_bytes, kill_once, run
 from photos import DATA, FAST_OPTIONS, make_messy_folder
 
 import vlad
+from vlad.images import capture_decoder_messages
 from vlad.images._extractors import extractor_for_codebook
 from vlad.pipeline._batch import walk_batch
 from vlad.pipeline._cluster import dask_client, make_shards_on_cluster, worker_codebook
@@ -160,6 +161,28 @@ def test_bad_clients_and_inputs_are_refused(client, codebook_file, tmp_path):
     with pytest.raises(ValueError, match="n_workers sets the workers"):
         with dask_client("tcp://127.0.0.1:8786", n_workers=2):
             pass
+
+
+@pytest.mark.slow
+def test_workers_started_elsewhere_skip_corrupt_images_as_the_caller_does(
+    client, codebook_file, tmp_path
+):
+    """The cluster's workers were started outside the block (as on other
+    machines): the task carries the caller's capture of decoder messages, so a
+    JPEG with corrupt data is skipped there as it is here."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for name in ("chelsea.jpg", "coffee.jpg", "astronaut.jpg"):
+        (folder / name).write_bytes((DATA / name).read_bytes())
+    jpeg = (DATA / "rocket.jpg").read_bytes()
+    (folder / "patched.jpg").write_bytes(jpeg[: len(jpeg) // 2] + b"\xff\xd9")
+    with capture_decoder_messages():
+        here = encode_images_to_folder(folder, codebook_file, tmp_path / "here")
+        there = encode_images_to_folder(
+            folder, codebook_file, tmp_path / "there", client=client
+        )
+    assert folder_bytes(tmp_path / "there") == folder_bytes(tmp_path / "here")
+    assert there.names == here.names == ["astronaut.jpg", "chelsea.jpg", "coffee.jpg"]
 
 
 def test_the_command_line_on_a_scheduler(client, codebook_file, messy, tmp_path):

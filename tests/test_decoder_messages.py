@@ -90,3 +90,30 @@ def test_standard_error_is_given_back(capturing, capfd):
     decode_with_messages(lambda: None)
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "after\n"
+
+
+def test_overlapping_blocks_in_threads_keep_capturing_until_the_last_ends():
+    first_in, second_in, first_out = (threading.Event() for _ in range(3))
+    seen = []
+
+    def first():
+        with capture_decoder_messages():
+            first_in.set()
+            second_in.wait()
+        first_out.set()
+
+    def second():
+        first_in.wait()
+        with capture_decoder_messages():
+            second_in.set()
+            first_out.wait()
+            seen.append(capturing_decoder_messages())
+        seen.append(capturing_decoder_messages())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [True, False]
+    assert CAPTURE_VARIABLE not in os.environ

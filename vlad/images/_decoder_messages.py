@@ -58,6 +58,12 @@ CORRUPT_DATA = DECODER_MESSAGES[:4] + ("libpng error",)
 #: Set to ``1`` in the environment inside :func:`capture_decoder_messages`, so
 #: that the processes started there (Dask's local workers) capture too.
 CAPTURE_VARIABLE = "VLAD_CAPTURE_DECODER_MESSAGES"
+#: The blocks of :func:`capture_decoder_messages` open now, in any thread (a
+#: Dask worker's tasks overlap): the first sets the variable, the last puts
+#: back what was there before the first.
+_HOLDERS = 0
+_PREVIOUS: str | None = None
+_HOLDERS_LOCK = threading.Lock()
 
 T = TypeVar("T")
 
@@ -187,7 +193,9 @@ def capture_decoder_messages() -> Iterator[None]:
     Descriptor 2 is pointed elsewhere during each decode; Python's own
     messages and other libraries' lines written meanwhile are passed on to it
     when the decode ends. Processes started inside the block inherit the
-    setting (:data:`CAPTURE_VARIABLE`). The ``vlad`` command runs in it.
+    setting (:data:`CAPTURE_VARIABLE`), and so do the Dask tasks of shards
+    made inside it. The ``vlad`` command runs in it; blocks may overlap, in
+    one thread or several.
 
     Examples
     --------
@@ -201,15 +209,22 @@ def capture_decoder_messages() -> Iterator[None]:
     ...     decode_with_messages(noisy)
     (7, ['Corrupt JPEG data: premature end of data segment'])
     """
-    previous = os.environ.get(CAPTURE_VARIABLE)
-    os.environ[CAPTURE_VARIABLE] = "1"
+    global _HOLDERS, _PREVIOUS
+    with _HOLDERS_LOCK:
+        if _HOLDERS == 0:
+            _PREVIOUS = os.environ.get(CAPTURE_VARIABLE)
+            os.environ[CAPTURE_VARIABLE] = "1"
+        _HOLDERS += 1
     try:
         yield
     finally:
-        if previous is None:
-            os.environ.pop(CAPTURE_VARIABLE, None)
-        else:
-            os.environ[CAPTURE_VARIABLE] = previous
+        with _HOLDERS_LOCK:
+            _HOLDERS -= 1
+            if _HOLDERS == 0:
+                if _PREVIOUS is None:
+                    os.environ.pop(CAPTURE_VARIABLE, None)
+                else:
+                    os.environ[CAPTURE_VARIABLE] = _PREVIOUS
 
 
 def capturing_decoder_messages() -> bool:

@@ -33,6 +33,10 @@ from vlad.core._parallel import resolve_n_jobs
 from vlad.core._pool import Progress
 from vlad.errors import VladError
 from vlad.formats._shards import write_shard
+from vlad.images._decoder_messages import (
+    capture_decoder_messages,
+    capturing_decoder_messages,
+)
 from vlad.images._files import ImageFile
 
 if TYPE_CHECKING:
@@ -178,6 +182,7 @@ def make_shards_on_cluster(
             images,
             kind,
             *resources,
+            capture=capturing_decoder_messages(),
             key=f"vlad-shard-{index:05d}-{key[:16]}-{run_id}",
             retries=TASK_RETRIES,
         )
@@ -225,6 +230,7 @@ def make_shard(
     images: list[ImageFile],
     kind: ShardKind,
     *resources: Any,
+    capture: bool = False,
 ) -> dict:
     """The task: make the shard of ``images`` on this thread, write it as
     shard ``index`` of ``folder`` and return its record.
@@ -240,6 +246,9 @@ def make_shard(
         The shard's images, with absolute paths.
     kind : ShardKind
         As :meth:`ShardKind.for_cluster` sends it, with its ``resources``.
+    capture : bool, default=False
+        Decode inside :func:`vlad.images.capture_decoder_messages`, as the
+        run's caller did (a worker on another machine does not inherit it).
 
     Returns
     -------
@@ -247,7 +256,8 @@ def make_shard(
         The shard's record, as written beside its arrays.
     """
     kind = kind.on_worker(*resources)
-    shard = kind.make(kind.stream(images, 1, None), len(images), key, 1)
+    with capture_decoder_messages() if capture else contextlib.nullcontext():
+        shard = kind.make(kind.stream(images, 1, None), len(images), key, 1)
     write_shard(folder, index, shard.array, shard.record, extras=shard.extras)
     return shard.record
 
