@@ -21,7 +21,6 @@ imported, and the page must not depend on what is installed
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import re
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from numpydoc.docscrape import NumpyDocString
+from page_generator import write_or_check
 
 #: The generated page.
 API_PAGE = Path(__file__).resolve().parent / "api.md"
@@ -423,27 +423,13 @@ def render_api_reference() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Rewrite docs/api.md, or with ``--check`` say whether it is up to date."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 when docs/api.md differs from the docstrings",
+    return write_or_check(
+        API_PAGE,
+        render_api_reference,
+        script=Path(__file__).name,
+        source="the docstrings",
+        argv=argv,
     )
-    arguments = parser.parse_args(argv)
-    expected = render_api_reference()
-    current = API_PAGE.read_text(encoding="utf-8") if API_PAGE.is_file() else None
-    if arguments.check:
-        if current != expected:
-            print(
-                f"{API_PAGE} is stale: run python docs/generate_api.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if current != expected:
-        API_PAGE.write_text(expected, encoding="utf-8")
-        print(f"wrote {API_PAGE}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

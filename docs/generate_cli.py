@@ -12,11 +12,11 @@ group lists them (``vlad.cli._main.COMMANDS``), rendered by click's
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from click.testing import CliRunner
+from page_generator import write_or_check
 
 from vlad.cli._main import main as vlad_command
 
@@ -84,27 +84,13 @@ def render_cli_reference() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Rewrite docs/cli.md, or with ``--check`` say whether it is up to date."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 when docs/cli.md differs from the commands' help",
+    return write_or_check(
+        CLI_PAGE,
+        render_cli_reference,
+        script=Path(__file__).name,
+        source="the commands' help",
+        argv=argv,
     )
-    arguments = parser.parse_args(argv)
-    expected = render_cli_reference()
-    current = CLI_PAGE.read_text(encoding="utf-8") if CLI_PAGE.is_file() else None
-    if arguments.check:
-        if current != expected:
-            print(
-                f"{CLI_PAGE} is stale: run python docs/generate_cli.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if current != expected:
-        CLI_PAGE.write_text(expected, encoding="utf-8")
-        print(f"wrote {CLI_PAGE}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import doctest
 import importlib.util
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,10 @@ HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 
 
 def load_generator(name: str = "generate_cli"):
-    """docs/NAME.py as a module (docs/ is not a package)."""
+    """docs/NAME.py as a module (docs/ is not a package; its scripts import
+    their shared docs/page_generator.py as a script's folder lets them)."""
+    if str(DOCS) not in sys.path:
+        sys.path.append(str(DOCS))
     spec = importlib.util.spec_from_file_location(name, DOCS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
