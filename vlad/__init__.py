@@ -19,10 +19,9 @@ Files (:mod:`vlad.formats`): :func:`save_vectors`, :func:`load_vectors`,
 and :class:`vlad.backends.keras.NetVLAD` (Keras 3).
 """
 
-import importlib
-import importlib.util
 from typing import TYPE_CHECKING
 
+from vlad._lazy import attach
 from vlad._version import __version__
 
 if TYPE_CHECKING:
@@ -105,9 +104,9 @@ __all__ = [
     "stack_vocabularies",
 ]
 
-# The public names, each imported from its module on first use (PEP 562), so
-# that ``import vlad`` and the command line's --help import none of NumPy,
-# OpenCV or scikit-learn.
+# The public names, each imported from its module on first use (PEP 562), as
+# are the sub-packages (vlad.core, vlad.datasets...), so that ``import vlad``
+# and the command line's --help import none of NumPy, OpenCV or scikit-learn.
 _EXPORTS = {
     "JaxEncoder": "vlad.backends.jax._encoder",
     "TorchEncoder": "vlad.backends.torch._encoder",
@@ -151,18 +150,4 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    elif not name.startswith("_") and importlib.util.find_spec(f"vlad.{name}"):
-        # A subpackage or module (vlad.core, vlad.datasets...), imported on
-        # first use as the public names are.
-        value = importlib.import_module(f"vlad.{name}")
-    else:
-        raise AttributeError(f"module 'vlad' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = attach(__name__, _EXPORTS)

@@ -5,6 +5,7 @@ import every module beside it."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 
@@ -26,11 +27,13 @@ def attach(
     Returns
     -------
     getattr : callable
-        The package's ``__getattr__``: imports a public name's module on first
-        use, keeps the value in the package and returns it; any other name is
-        an ``AttributeError``.
+        The package's ``__getattr__``: imports a public name's module, or a
+        public sub-module or sub-package of that name (``vlad.search``), on
+        first use, keeps the value in the package and returns it; any other
+        name is an ``AttributeError``.
     dir : callable
-        The package's ``__dir__``: its globals and its public names.
+        The package's ``__dir__``: its globals, its public names and its
+        ``__all__``.
 
     Examples
     --------
@@ -40,13 +43,19 @@ def attach(
     """
 
     def __getattr__(name: str) -> object:
-        if name not in exports:
+        if name in exports:
+            value = getattr(importlib.import_module(exports[name]), name)
+        elif not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+            value = importlib.import_module(f"{package}.{name}")
+        else:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(exports[name]), name)
         setattr(sys.modules[package], name, value)
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(exports))
+        module = sys.modules[package]
+        return sorted(
+            set(vars(module)) | set(exports) | set(getattr(module, "__all__", ()))
+        )
 
     return __getattr__, __dir__
