@@ -27,6 +27,8 @@ def report(tmp_path_factory):
                 "4",
                 "--depth",
                 "3",
+                "--asmk-words",
+                "16",
                 "--jobs",
                 "1",
                 "--json",
@@ -40,7 +42,7 @@ def report(tmp_path_factory):
 
 def test_every_variant_is_evaluated_or_says_why_not(report):
     rows = report["variants"]
-    assert len(rows) == 6 + len(PQ_FACTORIES)  # one spatial depth
+    assert len(rows) == 6 + len(PQ_FACTORIES) + 3  # one spatial depth, 3 ASMK
     for row in rows:
         if "skipped" in row:
             # PQ needs a dimension its sub-quantizers divide: 4 is not one of 8.
@@ -71,3 +73,22 @@ def test_the_page_shows_every_variant_and_the_machine(report):
         assert f"| {row['variant']} |" in page
     assert report["machine"]["cpu"] in page
     assert "| crop |" in page
+
+
+def test_asmk_variants_index_the_descriptors_with_their_own_vocabulary(report):
+    asmk = [row for row in report["variants"] if "asmk_words" in row]
+    assert [row["variant"] for row in asmk] == [
+        "ASMK* (16 words)",
+        "ASMK (16 words)",
+        "ASMK (16 words) + spatial (top 3)",
+    ]
+    star, full, verified = asmk
+    assert star["binary"] and not full["binary"] and not verified["binary"]
+    # Sign bits take fewer bytes than whole float residuals of 128 values.
+    assert 0 < star["bytes_per_image"] < full["bytes_per_image"]
+    assert full["bytes_per_image"] == verified["bytes_per_image"]
+    assert verified["ms_per_query_spatial"] > 0 and not full["ms_per_query_spatial"]
+    assert "ASMK codebook K=16" in report["preparation_seconds"]
+    page = render_page(report, "report.json")
+    assert "--asmk-words 16" in page
+    assert "ASMK (16 words) + spatial (top 3): per transform" in page

@@ -8,7 +8,7 @@ Usage, from the root of a source checkout::
 The page names the command and the machine, then gives the variants' table
 (mAP, Recall@1 and @10, per tier, time per query), product-quantised codes'
 mAP against bytes per image, and mAP and Recall@1 per transform for plain
-VLAD and for the fullest re-ranking.
+VLAD, for the fullest re-ranking and for each ASMK variant.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ __all__ = ["main", "render_page"]
 
 def _command(settings: dict, json_name: str) -> str:
     words = ["python -m benchmarks.retrieval.run", "DATASET"]
-    for name in ("clusters", "power", "pca", "depth"):
+    for name in ("clusters", "power", "pca", "depth", "asmk_words"):
         values = settings.get(name)
         for value in values if isinstance(values, list) else [values]:
             if value is not None:
-                words += [f"--{name}", f"{value:g}"]
+                words += [f"--{name.replace('_', '-')}", f"{value:g}"]
     return " ".join([*words, "--json", json_name])
 
 
@@ -55,10 +55,15 @@ def render_page(record: dict, json_name: str = "retrieval.json") -> str:
     """The Markdown page of one run's JSON record."""
     rows = record["variants"]
     full = max(
-        (row for row in rows if "evaluation" in row and row["spatial_depth"]),
+        (
+            row
+            for row in rows
+            if "evaluation" in row and row["spatial_depth"] and "asmk_words" not in row
+        ),
         key=lambda row: bool(row["query_expansion"]) + bool(row["pca"]),
         default=None,
     )
+    asmk = [row for row in rows if "asmk_words" in row and "evaluation" in row]
     empty = rows[0].get("queries_without_results")
     without = (
         f"{empty} queries found nothing (their images have no SIFT keypoints, so "
@@ -90,6 +95,7 @@ def render_page(record: dict, json_name: str = "retrieval.json") -> str:
     ]
     if full is not None:
         parts.append(format_by_transform(full) + "\n")
+    parts += [format_by_transform(row) + "\n" for row in asmk]
     return "\n".join(part for part in parts if part)
 
 

@@ -4,7 +4,7 @@
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 256]
         [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--min-keypoints 20]
-        [--json PATH]
+        [--asmk-words 4096] [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
@@ -12,7 +12,10 @@ reused; the codebook is fitted on the database's descriptors only. Each
 variant indexes the database vectors, searches every query (the top 100),
 optionally re-ranks, and is evaluated with :func:`vlad.evaluation.evaluate`:
 mAP and Recall@k overall, per tier and per transform. Product-quantised
-indexes (faiss ``PQ{m}x{bits}``) give mAP against bytes per image.
+indexes (faiss ``PQ{m}x{bits}``) give mAP against bytes per image. The ASMK
+variants index the database's descriptors with a vocabulary of
+``--asmk-words`` words fitted on them (seed 0; ``0`` leaves them out), as
+``vlad index --method asmk`` does, and search the queries' descriptors.
 """
 
 from __future__ import annotations
@@ -32,16 +35,25 @@ from benchmarks.report import machine_info
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.core._files import atomic_write
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.search import QueryExpansion, build_index
+from vlad.search import QueryExpansion, build_asmk_index, build_index
 from vlad.search._reranking import rerank_spatially
 
-__all__ = ["Prepared", "dataset_counts", "main", "prepare", "run_variants"]
+__all__ = [
+    "Prepared",
+    "dataset_counts",
+    "main",
+    "prepare",
+    "run_asmk_variants",
+    "run_variants",
+]
 
 #: Results per query: deep enough for mAP on a database of a few hundred.
 K = 100
 #: faiss product quantisers: sub-vectors x bits each. Few bits, because
 #: k-means on a small database cannot train 256 centroids per sub-vector.
 PQ_FACTORIES = ("PQ8x4", "PQ16x4", "PQ32x4", "PQ16x6", "PQ32x6", "PQ64x6")
+#: Words of the ASMK variants' vocabulary unless told otherwise.
+ASMK_WORDS = 4096
 
 
 @dataclass
@@ -144,6 +156,75 @@ def _variant(
         "queries_without_results": results.n_empty,
         "evaluation": evaluation.to_dict(),
     }
+
+
+def asmk_codebook(prepared: Prepared, words: int) -> vlad.Codebook:
+    """A vocabulary of ``words`` words fitted on the database's descriptors
+    (seed 0, with faiss where it is installed), its seconds recorded."""
+    start = time.perf_counter()
+    codebook = vlad.fit_codebook(prepared.database, words, seed=0)
+    prepared.seconds[f"ASMK codebook K={words}"] = time.perf_counter() - start
+    return codebook
+
+
+def _asmk_variant(
+    prepared: Prepared,
+    codebook: vlad.Codebook,
+    label: str,
+    *,
+    binary: bool,
+    depth: int | None = None,
+    n_jobs: int | None = None,
+) -> dict:
+    row = {
+        "variant": label,
+        "asmk_words": codebook.n_clusters,
+        "binary": binary,
+        "spatial_depth": depth,
+    }
+    start = time.perf_counter()
+    index = build_asmk_index(prepared.database, codebook, binary=binary)
+    build_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    results = index.search(prepared.queries, K, query_names=prepared.queries.names)
+    search_seconds = time.perf_counter() - start
+    spatial_seconds = 0.0
+    if depth:
+        start = time.perf_counter()
+        results = rerank_spatially(
+            results, prepared.queries, prepared.database, depth=depth, n_jobs=n_jobs
+        )
+        spatial_seconds = time.perf_counter() - start
+    evaluation = evaluate(results.rankings(), prepared.ground_truth, ks=(1, 5, 10))
+    n_queries = len(prepared.queries)
+    return row | {
+        "bytes_per_image": round(index.nbytes / index.n_images),
+        "build_seconds": build_seconds,
+        "ms_per_query_search": 1000 * search_seconds / n_queries,
+        "ms_per_query_spatial": 1000 * spatial_seconds / n_queries,
+        "queries_without_results": results.n_empty,
+        "evaluation": evaluation.to_dict(),
+    }
+
+
+def run_asmk_variants(
+    prepared: Prepared, words: int, depth: int, n_jobs: int | None
+) -> list[dict]:
+    """ASMK*, ASMK, and ASMK with spatial verification of the top ``depth``,
+    with one vocabulary of ``words`` words."""
+    codebook = asmk_codebook(prepared, words)
+    return [
+        _asmk_variant(prepared, codebook, f"ASMK* ({words} words)", binary=True),
+        _asmk_variant(prepared, codebook, f"ASMK ({words} words)", binary=False),
+        _asmk_variant(
+            prepared,
+            codebook,
+            f"ASMK ({words} words) + spatial (top {depth})",
+            binary=False,
+            depth=depth,
+            n_jobs=n_jobs,
+        ),
+    ]
 
 
 def run_variants(
@@ -268,6 +349,12 @@ def main(argv: list[str] | None = None) -> int:
         default=vlad.SiftOptions().min_keypoints,
         help="vlad.SiftOptions.min_keypoints (0: detect once)",
     )
+    parser.add_argument(
+        "--asmk-words",
+        type=int,
+        default=ASMK_WORDS,
+        help=f"words of the ASMK variants' vocabulary (default {ASMK_WORDS}; 0: none)",
+    )
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
@@ -282,6 +369,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     depths = arguments.depth = arguments.depth or [20, K]
     rows = run_variants(prepared, arguments.pca, depths, arguments.jobs)
+    if arguments.asmk_words:
+        rows += run_asmk_variants(
+            prepared, arguments.asmk_words, min(depths), arguments.jobs
+        )
     print(
         f"{len(prepared.database)} database images, {len(prepared.queries)} queries, "
         f"K={arguments.clusters}, power={arguments.power}, "
@@ -293,7 +384,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(format_by_transform(rows[0]))
     print()
-    print(format_by_transform(rows[-len(PQ_FACTORIES) - 1]))
+    for row in rows:
+        if row["variant"].startswith(("+ whitening + QE + spatial", "ASMK")):
+            print()
+            print(format_by_transform(row))
     if arguments.json:
         report = {
             "machine": machine_info(),
