@@ -30,6 +30,7 @@ from benchmarks.realviews.run import (
     Variant,
     index_asmk,
     run_variant,
+    search_asmk,
     search_asmk_expanded,
     step_average_precision,
     step_map,
@@ -664,6 +665,22 @@ def test_the_asmk_vocabulary_is_fitted_once_then_loaded_from_the_cache(
     assert row["index"] == {"nbytes": index.nbytes, "n_entries": index.n_entries}
     assert vocabulary_name("asmk-spatial-50-qe", 16384) == "asmk-16k-spatial-50-qe"
     assert vocabulary_name("asmk-star", 4096) == "asmk-star"
+    # One word per query descriptor: named so, and ranked as the index's own
+    # search with multiple_assignment=1 ranks.
+    second.asmk_multiple_assignment = 1
+    row = run_variant(second, "asmk")
+    assert row["variant"] == "asmk-16-ma1"
+    assert row["description"].endswith("; multiple assignment 1")
+    sets = second.descriptors
+    queries = [sets[row] for row in second.query_rows()]
+    direct = index.search(
+        queries, index.n_images, query_names=second.queries, multiple_assignment=1
+    ).rankings()
+    assert search_asmk(second, index) == direct
+    assert (
+        direct
+        != index.search(queries, index.n_images, query_names=second.queries).rankings()
+    )
     with pytest.raises(
         ValueError, match="has n_training_descriptors 500, expected 400"
     ):

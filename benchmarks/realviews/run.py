@@ -4,7 +4,8 @@
 
     python -m benchmarks.realviews.run DATASET [--work DIR] [--descriptors PATH]
         [--variant NAME ...] [--jobs N] [--json PATH]
-        [--asmk-words N] [--asmk-sample N] [--codebook-cache DIR]
+        [--asmk-words N] [--asmk-sample N] [--asmk-multiple-assignment N]
+        [--codebook-cache DIR]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.realviews.build`. Every
 image of ``DATASET/images`` is in the database, and every scene image is also
@@ -20,7 +21,9 @@ the database for every query (timed per query). The codebook is fitted on
 all the database's descriptors, as ``vlad fit`` on the folder would, and
 shared by the variants that use the same K and encoding; the ASMK variants'
 vocabulary (``--asmk-words``, fitted on ``--asmk-sample`` descriptors) can be
-kept in ``--codebook-cache`` and loaded by later runs. Each variant's
+kept in ``--codebook-cache`` and loaded by later runs; their searches
+assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
+words. Each variant's
 rankings (the whole database, best first) are scored by
 :func:`vlad.evaluation.evaluate`: mAP (revisitop's), Recall@1, @5 and @10,
 overall and per tag (tier and family), and the step-wise mAP beside it.
@@ -79,6 +82,9 @@ KS = (1, 5, 10)
 PCA_DIMENSION = 128
 #: Words of the ASMK variants' vocabulary unless told otherwise.
 ASMK_WORDS = 4096
+#: Nearest words of each query descriptor in the ASMK variants' searches
+#: unless told otherwise (``vlad search``'s default).
+MULTIPLE_ASSIGNMENT = 5
 #: Descriptors sampled to fit a codebook unless told otherwise (``vlad fit``'s
 #: default).
 SAMPLE = 100_000
@@ -116,6 +122,8 @@ class Prepared:
         Words of the ASMK variants' vocabulary.
     asmk_sample : int
         Descriptors sampled to fit it.
+    asmk_multiple_assignment : int
+        Nearest words of each query descriptor in the ASMK searches.
     codebook_cache : Path or None
         A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
         fitted and saved there once, loaded afterwards.
@@ -132,6 +140,7 @@ class Prepared:
     seconds: dict[str, float] = field(default_factory=dict)
     asmk_words: int = ASMK_WORDS
     asmk_sample: int = SAMPLE
+    asmk_multiple_assignment: int = MULTIPLE_ASSIGNMENT
     codebook_cache: Path | None = None
     asmk_codebook_record: dict = field(default_factory=dict)
     _codebooks: dict = field(default_factory=dict, repr=False)
@@ -279,9 +288,13 @@ class Variant:
     vocabulary: bool = False
 
 
-def vocabulary_name(name: str, words: int) -> str:
-    """``name`` of an ASMK variant run with ``words`` words: itself with
-    :data:`ASMK_WORDS`, the size after ``asmk`` otherwise.
+def vocabulary_name(
+    name: str, words: int, multiple_assignment: int = MULTIPLE_ASSIGNMENT
+) -> str:
+    """``name`` of an ASMK variant run with ``words`` words and
+    ``multiple_assignment`` words per query descriptor: itself with
+    :data:`ASMK_WORDS` and :data:`MULTIPLE_ASSIGNMENT`, the size and
+    ``ma<N>`` after ``asmk`` otherwise.
 
     Examples
     --------
@@ -289,11 +302,15 @@ def vocabulary_name(name: str, words: int) -> str:
     ('asmk-16k-spatial-50-qe', 'asmk-5000')
     >>> vocabulary_name("asmk-star", ASMK_WORDS)
     'asmk-star'
+    >>> vocabulary_name("asmk-spatial-50", 16384, 3)
+    'asmk-16k-ma3-spatial-50'
     """
-    if words == ASMK_WORDS:
-        return name
-    size = f"{words // 1024}k" if words % 1024 == 0 else str(words)
-    return name.replace("asmk", f"asmk-{size}", 1)
+    prefix = "asmk"
+    if words != ASMK_WORDS:
+        prefix += "-" + (f"{words // 1024}k" if words % 1024 == 0 else str(words))
+    if multiple_assignment != MULTIPLE_ASSIGNMENT:
+        prefix += f"-ma{multiple_assignment}"
+    return name.replace("asmk", prefix, 1)
 
 
 @dataclass
@@ -362,16 +379,22 @@ def index_asmk(prepared: Prepared, *, binary: bool) -> ASMKIndex:
 def search_asmk(
     prepared: Prepared, index: ASMKIndex, *, depth: int | None = None
 ) -> dict[str, list[str]]:
-    """The whole database ranked for every query by the ASMK kernel (five
-    words per query descriptor, as ``vlad search`` does), optionally
-    verified spatially."""
+    """The whole database ranked for every query by the ASMK kernel
+    (:attr:`Prepared.asmk_multiple_assignment` words per query descriptor,
+    five as ``vlad search`` unless told otherwise), optionally verified
+    spatially."""
     sets = prepared.descriptors
     queries = vlad.DescriptorSets.from_list(
         [sets[row] for row in prepared.query_rows()],
         names=prepared.queries,
         metadata=sets.metadata,
     )
-    results = index.search(queries, index.n_images, query_names=prepared.queries)
+    results = index.search(
+        queries,
+        index.n_images,
+        query_names=prepared.queries,
+        multiple_assignment=prepared.asmk_multiple_assignment,
+    )
     return _verified(prepared, results, depth, None)
 
 
@@ -396,7 +419,12 @@ def search_asmk_expanded(
     queries = vlad.DescriptorSets.from_list(
         [sets[row] for row in rows], names=prepared.queries, metadata=sets.metadata
     )
-    results = index.search(queries, index.n_images, query_names=prepared.queries)
+    results = index.search(
+        queries,
+        index.n_images,
+        query_names=prepared.queries,
+        multiple_assignment=prepared.asmk_multiple_assignment,
+    )
     results = rerank_spatially(results, sets, sets, depth=depth, n_jobs=prepared.n_jobs)
     image_rows = {name: row for row, name in enumerate(sets.names)}
     verified = {
@@ -420,7 +448,12 @@ def search_asmk_expanded(
         names=prepared.queries,
         metadata=sets.metadata,
     )
-    again = index.search(expanded_sets, index.n_images, query_names=prepared.queries)
+    again = index.search(
+        expanded_sets,
+        index.n_images,
+        query_names=prepared.queries,
+        multiple_assignment=prepared.asmk_multiple_assignment,
+    )
     checked = {result.query: set(result.names[:depth]) for result in results.queries}
     rankings = {}
     for result, row in zip(again.queries, rows, strict=True):
@@ -608,12 +641,16 @@ def run_variant(prepared: Prepared, name: str) -> dict:
     evaluation = evaluate(rankings, prepared.ground_truth, ks=KS)
     description = variant.description
     if variant.vocabulary:
-        name = vocabulary_name(name, prepared.asmk_words)
+        name = vocabulary_name(
+            name, prepared.asmk_words, prepared.asmk_multiple_assignment
+        )
         description += f"; {prepared.asmk_words} words" + (
             f" fitted on {prepared.asmk_sample} sampled descriptors"
             if prepared.asmk_sample != SAMPLE
             else ""
         )
+        if prepared.asmk_multiple_assignment != MULTIPLE_ASSIGNMENT:
+            description += f"; multiple assignment {prepared.asmk_multiple_assignment}"
     return {
         "variant": name,
         "description": description,
@@ -733,6 +770,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"descriptors sampled to fit it (default: {SAMPLE})",
     )  # fmt: skip
     parser.add_argument(
+        "--asmk-multiple-assignment", type=int, default=MULTIPLE_ASSIGNMENT,
+        metavar="N",
+        help="nearest words of each query descriptor in the ASMK searches "
+        f"(default: {MULTIPLE_ASSIGNMENT})",
+    )  # fmt: skip
+    parser.add_argument(
         "--codebook-cache", type=Path, metavar="DIR",
         help="keep the ASMK vocabulary in DIR/asmk-N.npz: fitted once, then loaded",
     )  # fmt: skip
@@ -748,6 +791,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         prepared.asmk_words = arguments.asmk_words
         prepared.asmk_sample = arguments.asmk_sample
+        prepared.asmk_multiple_assignment = arguments.asmk_multiple_assignment
         prepared.codebook_cache = arguments.codebook_cache
         if any(VARIANTS[name].vocabulary for name in names):
             prepared.asmk_codebook()
@@ -777,6 +821,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "jobs": arguments.jobs,
             "asmk_words": arguments.asmk_words,
             "asmk_sample": arguments.asmk_sample,
+            "asmk_multiple_assignment": arguments.asmk_multiple_assignment,
             "codebook_cache": arguments.codebook_cache,
         },
         "preparation_seconds": prepared.seconds,
