@@ -574,6 +574,32 @@ def test_runs_merge_into_one_page(prepared):
         merge_records([first, other], ["a.json", "b.json"])
 
 
+def test_runs_on_other_descriptors_keep_their_variants_apart(prepared):
+    rows = [run_variant(prepared, "k64")]
+    plain = {
+        "command": "run A",
+        "machine": machine_info(),
+        "dataset": None,
+        "n_images": 12,
+        "n_queries": 6,
+        "preparation_seconds": {},
+        "descriptors": {"max_side": 1024, "affine_tilts": 0, "max_keypoints": 2000},
+        "variants": rows,
+    }
+    tilted = plain | {
+        "command": "run B",
+        "descriptors": {"max_side": 1024, "affine_tilts": 2, "max_keypoints": 4000},
+    }
+    merged = merge_records([plain, tilted], ["a.json", "b.json"])
+    suffix = "affine_tilts 2, max_keypoints 4000"
+    assert [row["variant"] for row in merged["variants"]] == ["k64", f"k64 ({suffix})"]
+    assert merged["variants"][1]["description"].endswith(f"; descriptors with {suffix}")
+    assert merged["variants"][1]["command"] == "run B"
+    assert merged["descriptors"] == plain["descriptors"]
+    assert merge_records([merged], ["m.json"]) == merged
+    assert f"`k64 ({suffix})`" in render_page(merged)
+
+
 @pytest.mark.parametrize("reverify", [False, True])
 def test_query_expansion_by_verified_images_is_a_plain_loop(prepared, reverify):
     # Images 0, 1 and 2 are one scene (moved, scaled and noisy copies), so

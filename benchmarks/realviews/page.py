@@ -26,6 +26,7 @@ from vlad.core._files import atomic_write
 
 __all__ = [
     "DEFAULT_PAGE",
+    "descriptor_changes",
     "format_by_tag",
     "format_overall",
     "main",
@@ -121,10 +122,28 @@ def _counts(record: dict) -> str:
     )
 
 
+def descriptor_changes(base: dict, other: dict) -> str:
+    """The descriptor options where ``other`` differs from ``base``, as
+    ``"affine_tilts 2, max_keypoints 4000"`` (empty where none does).
+
+    Examples
+    --------
+    >>> descriptor_changes({"max_side": 1024, "affine_tilts": 0},
+    ...                    {"max_side": 1024, "affine_tilts": 2})
+    'affine_tilts 2'
+    """
+    keys = sorted(set(base) | set(other))
+    return ", ".join(
+        f"{key} {other.get(key)}" for key in keys if base.get(key) != other.get(key)
+    )
+
+
 def merge_records(records: list[dict], names: list[str]) -> dict:
     """Several runs' JSON records as one: the first's machine, folder and
     preparation, every run's command, and the variants of all, in order (a
-    variant run again replaces the earlier one, where it was).
+    variant run again replaces the earlier one, where it was). A run on
+    descriptors made otherwise than the first's names its variants with the
+    options that differ, in parentheses (``asmk (affine_tilts 2)``).
 
     Raises
     ------
@@ -144,12 +163,18 @@ def merge_records(records: list[dict], names: list[str]) -> dict:
             )
     variants: dict[str, dict] = {}
     commands: list[str] = []
+    base = records[0].get("descriptors") or {}
     for record in records:
         for command in record.get("commands") or [record["command"]]:
             if command not in commands:
                 commands.append(command)
+        changes = descriptor_changes(base, record.get("descriptors") or {})
         for row in record["variants"]:
-            variants[row["variant"]] = {"command": record.get("command"), **row}
+            row = {"command": record.get("command"), **row}
+            if changes:
+                row["variant"] += f" ({changes})"
+                row["description"] += f"; descriptors with {changes}"
+            variants[row["variant"]] = row
     machines: list[dict] = []
     for record in records:
         for machine in record.get("machines") or [record["machine"]]:
@@ -211,6 +236,8 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         _counts(record),
         "Descriptors, as their file records them: "
         + ", ".join(f"{key} {value}" for key, value in sorted(descriptors.items()))
+        + " (a variant named with descriptor options in parentheses used "
+        "descriptors made with those options instead)"
         + ". Each codebook is fitted on the descriptors of every image (a "
         "sample of 100,000, seed 0, as `vlad fit` on the folder, unless the "
         "variant says otherwise), and every query ranks the whole database.\n",
