@@ -4,7 +4,7 @@
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 256]
         [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--min-keypoints 20]
-        [--asmk-words 4096] [--json PATH]
+        [--asmk-words 4096] [--asmk-multiple-assignment 5] [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
@@ -15,7 +15,8 @@ mAP and Recall@k overall, per tier and per transform. Product-quantised
 indexes (faiss ``PQ{m}x{bits}``) give mAP against bytes per image. The ASMK
 variants index the database's descriptors with a vocabulary of
 ``--asmk-words`` words fitted on them (seed 0; ``0`` leaves them out), as
-``vlad index --method asmk`` does, and search the queries' descriptors.
+``vlad index --method asmk`` does, and search the queries' descriptors, each
+assigned to its ``--asmk-multiple-assignment`` nearest words.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ K = 100
 PQ_FACTORIES = ("PQ8x4", "PQ16x4", "PQ32x4", "PQ16x6", "PQ32x6", "PQ64x6")
 #: Words of the ASMK variants' vocabulary unless told otherwise.
 ASMK_WORDS = 4096
+#: Nearest words of each query descriptor unless told otherwise (``vlad
+#: search``'s default).
+MULTIPLE_ASSIGNMENT = 5
 
 
 @dataclass
@@ -173,6 +177,7 @@ def _asmk_variant(
     label: str,
     *,
     binary: bool,
+    multiple_assignment: int,
     depth: int | None = None,
     n_jobs: int | None = None,
 ) -> dict:
@@ -180,13 +185,19 @@ def _asmk_variant(
         "variant": label,
         "asmk_words": codebook.n_clusters,
         "binary": binary,
+        "multiple_assignment": multiple_assignment,
         "spatial_depth": depth,
     }
     start = time.perf_counter()
     index = build_asmk_index(prepared.database, codebook, binary=binary)
     build_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    results = index.search(prepared.queries, K, query_names=prepared.queries.names)
+    results = index.search(
+        prepared.queries,
+        K,
+        query_names=prepared.queries.names,
+        multiple_assignment=multiple_assignment,
+    )
     search_seconds = time.perf_counter() - start
     spatial_seconds = 0.0
     if depth:
@@ -208,21 +219,33 @@ def _asmk_variant(
 
 
 def run_asmk_variants(
-    prepared: Prepared, words: int, depth: int, n_jobs: int | None
+    prepared: Prepared,
+    words: int,
+    depth: int,
+    n_jobs: int | None,
+    multiple_assignment: int = MULTIPLE_ASSIGNMENT,
 ) -> list[dict]:
     """ASMK*, ASMK, and ASMK with spatial verification of the top ``depth``,
-    with one vocabulary of ``words`` words."""
+    with one vocabulary of ``words`` words, each query descriptor assigned to
+    its ``multiple_assignment`` nearest words."""
     codebook = asmk_codebook(prepared, words)
+    name = f"{words} words" + (
+        f", multiple assignment {multiple_assignment}"
+        if multiple_assignment != MULTIPLE_ASSIGNMENT
+        else ""
+    )
+    kernel = {"multiple_assignment": multiple_assignment}
     return [
-        _asmk_variant(prepared, codebook, f"ASMK* ({words} words)", binary=True),
-        _asmk_variant(prepared, codebook, f"ASMK ({words} words)", binary=False),
+        _asmk_variant(prepared, codebook, f"ASMK* ({name})", binary=True, **kernel),
+        _asmk_variant(prepared, codebook, f"ASMK ({name})", binary=False, **kernel),
         _asmk_variant(
             prepared,
             codebook,
-            f"ASMK ({words} words) + spatial (top {depth})",
+            f"ASMK ({name}) + spatial (top {depth})",
             binary=False,
             depth=depth,
             n_jobs=n_jobs,
+            **kernel,
         ),
     ]
 
@@ -355,6 +378,13 @@ def main(argv: list[str] | None = None) -> int:
         default=ASMK_WORDS,
         help=f"words of the ASMK variants' vocabulary (default {ASMK_WORDS}; 0: none)",
     )
+    parser.add_argument(
+        "--asmk-multiple-assignment",
+        type=int,
+        default=MULTIPLE_ASSIGNMENT,
+        help="nearest words of each query descriptor in the ASMK searches "
+        f"(default {MULTIPLE_ASSIGNMENT})",
+    )
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
@@ -371,7 +401,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_variants(prepared, arguments.pca, depths, arguments.jobs)
     if arguments.asmk_words:
         rows += run_asmk_variants(
-            prepared, arguments.asmk_words, min(depths), arguments.jobs
+            prepared,
+            arguments.asmk_words,
+            min(depths),
+            arguments.jobs,
+            arguments.asmk_multiple_assignment,
         )
     print(
         f"{len(prepared.database)} database images, {len(prepared.queries)} queries, "
