@@ -92,6 +92,25 @@ def test_search_matches_the_kernel_s_definition(binary, alpha, tau):
             assert score == pytest.approx(reference, abs=tolerance)
 
 
+@pytest.mark.parametrize(("binary", "words"), [(True, 5), (False, 3)])
+def test_query_descriptors_take_the_kernel_s_number_of_words_by_default(binary, words):
+    centers, database, rng = random_problem(1, 8, [7, 3, 12, 5])
+    queries = [rng.standard_normal((6, 8)).astype(np.float32) for _ in range(2)]
+    index = build_asmk_index(database, vlad.Codebook(centers), binary=binary)
+    assert index.default_multiple_assignment == words
+    found = index.search(queries, k=4)
+    assert found.record["multiple_assignment"] == words
+    assert (
+        found.rankings()
+        == index.search(queries, k=4, multiple_assignment=words).rankings()
+    )
+    # The reference kernel with that many words, not another number.
+    expected = reference_scores(database, queries[0], centers, words, binary, 3.0, 0.0)
+    scores = scores_by_row(found[0], len(database))
+    assert None not in expected
+    assert scores == pytest.approx(expected, abs=1e-5)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**16),

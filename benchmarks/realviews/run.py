@@ -82,9 +82,6 @@ KS = (1, 5, 10)
 PCA_DIMENSION = 128
 #: Words of the ASMK variants' vocabulary unless told otherwise.
 ASMK_WORDS = 4096
-#: Nearest words of each query descriptor in the ASMK variants' searches
-#: unless told otherwise (``vlad search``'s default).
-MULTIPLE_ASSIGNMENT = 5
 #: Descriptors sampled to fit a codebook unless told otherwise (``vlad fit``'s
 #: default).
 SAMPLE = 100_000
@@ -122,8 +119,9 @@ class Prepared:
         Words of the ASMK variants' vocabulary.
     asmk_sample : int
         Descriptors sampled to fit it.
-    asmk_multiple_assignment : int
-        Nearest words of each query descriptor in the ASMK searches.
+    asmk_multiple_assignment : int or None
+        Nearest words of each query descriptor in the ASMK searches; None for
+        each index's default (``ASMKIndex.default_multiple_assignment``).
     codebook_cache : Path or None
         A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
         fitted and saved there once, loaded afterwards.
@@ -140,7 +138,7 @@ class Prepared:
     seconds: dict[str, float] = field(default_factory=dict)
     asmk_words: int = ASMK_WORDS
     asmk_sample: int = SAMPLE
-    asmk_multiple_assignment: int = MULTIPLE_ASSIGNMENT
+    asmk_multiple_assignment: int | None = None
     codebook_cache: Path | None = None
     asmk_codebook_record: dict = field(default_factory=dict)
     _codebooks: dict = field(default_factory=dict, repr=False)
@@ -289,11 +287,11 @@ class Variant:
 
 
 def vocabulary_name(
-    name: str, words: int, multiple_assignment: int = MULTIPLE_ASSIGNMENT
+    name: str, words: int, multiple_assignment: int | None = None
 ) -> str:
     """``name`` of an ASMK variant run with ``words`` words and
     ``multiple_assignment`` words per query descriptor: itself with
-    :data:`ASMK_WORDS` and :data:`MULTIPLE_ASSIGNMENT`, the size and
+    :data:`ASMK_WORDS` and the index's default (None), the size and
     ``ma<N>`` after ``asmk`` otherwise.
 
     Examples
@@ -308,7 +306,7 @@ def vocabulary_name(
     prefix = "asmk"
     if words != ASMK_WORDS:
         prefix += "-" + (f"{words // 1024}k" if words % 1024 == 0 else str(words))
-    if multiple_assignment != MULTIPLE_ASSIGNMENT:
+    if multiple_assignment is not None:
         prefix += f"-ma{multiple_assignment}"
     return name.replace("asmk", prefix, 1)
 
@@ -381,8 +379,8 @@ def search_asmk(
 ) -> dict[str, list[str]]:
     """The whole database ranked for every query by the ASMK kernel
     (:attr:`Prepared.asmk_multiple_assignment` words per query descriptor,
-    five as ``vlad search`` unless told otherwise), optionally verified
-    spatially."""
+    the index's default as ``vlad search`` unless told otherwise), optionally
+    verified spatially."""
     sets = prepared.descriptors
     queries = vlad.DescriptorSets.from_list(
         [sets[row] for row in prepared.query_rows()],
@@ -641,16 +639,17 @@ def run_variant(prepared: Prepared, name: str) -> dict:
     evaluation = evaluate(rankings, prepared.ground_truth, ks=KS)
     description = variant.description
     if variant.vocabulary:
-        name = vocabulary_name(
-            name, prepared.asmk_words, prepared.asmk_multiple_assignment
-        )
+        assigned = prepared.asmk_multiple_assignment
+        if assigned == state.default_multiple_assignment:
+            assigned = None  # the default, named as such
+        name = vocabulary_name(name, prepared.asmk_words, assigned)
         description += f"; {prepared.asmk_words} words" + (
             f" fitted on {prepared.asmk_sample} sampled descriptors"
             if prepared.asmk_sample != SAMPLE
             else ""
         )
-        if prepared.asmk_multiple_assignment != MULTIPLE_ASSIGNMENT:
-            description += f"; multiple assignment {prepared.asmk_multiple_assignment}"
+        if assigned is not None:
+            description += f"; multiple assignment {assigned}"
     return {
         "variant": name,
         "description": description,
@@ -770,10 +769,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"descriptors sampled to fit it (default: {SAMPLE})",
     )  # fmt: skip
     parser.add_argument(
-        "--asmk-multiple-assignment", type=int, default=MULTIPLE_ASSIGNMENT,
-        metavar="N",
+        "--asmk-multiple-assignment", type=int, default=None, metavar="N",
         help="nearest words of each query descriptor in the ASMK searches "
-        f"(default: {MULTIPLE_ASSIGNMENT})",
+        "(default: the index's, 5 for ASMK*, 3 for ASMK)",
     )  # fmt: skip
     parser.add_argument(
         "--codebook-cache", type=Path, metavar="DIR",

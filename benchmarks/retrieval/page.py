@@ -28,8 +28,7 @@ __all__ = ["main", "render_page"]
 def _command(settings: dict, json_name: str) -> str:
     words = ["python -m benchmarks.retrieval.run", "DATASET"]
     names = ("clusters", "power", "pca", "depth", "asmk_words")
-    names += ("asmk_multiple_assignment",) * ("asmk_multiple_assignment" in settings)
-    for name in names:
+    for name in (*names, "asmk_multiple_assignment"):
         values = settings.get(name)
         for value in values if isinstance(values, list) else [values]:
             if value is not None:

@@ -55,9 +55,6 @@ K = 100
 PQ_FACTORIES = ("PQ8x4", "PQ16x4", "PQ32x4", "PQ16x6", "PQ32x6", "PQ64x6")
 #: Words of the ASMK variants' vocabulary unless told otherwise.
 ASMK_WORDS = 4096
-#: Nearest words of each query descriptor unless told otherwise (``vlad
-#: search``'s default).
-MULTIPLE_ASSIGNMENT = 5
 
 
 @dataclass
@@ -177,7 +174,7 @@ def _asmk_variant(
     label: str,
     *,
     binary: bool,
-    multiple_assignment: int,
+    multiple_assignment: int | None,
     depth: int | None = None,
     n_jobs: int | None = None,
 ) -> dict:
@@ -185,12 +182,14 @@ def _asmk_variant(
         "variant": label,
         "asmk_words": codebook.n_clusters,
         "binary": binary,
-        "multiple_assignment": multiple_assignment,
         "spatial_depth": depth,
     }
     start = time.perf_counter()
     index = build_asmk_index(prepared.database, codebook, binary=binary)
     build_seconds = time.perf_counter() - start
+    if multiple_assignment is None:
+        multiple_assignment = index.default_multiple_assignment
+    row["multiple_assignment"] = multiple_assignment
     start = time.perf_counter()
     results = index.search(
         prepared.queries,
@@ -223,15 +222,15 @@ def run_asmk_variants(
     words: int,
     depth: int,
     n_jobs: int | None,
-    multiple_assignment: int = MULTIPLE_ASSIGNMENT,
+    multiple_assignment: int | None = None,
 ) -> list[dict]:
     """ASMK*, ASMK, and ASMK with spatial verification of the top ``depth``,
     with one vocabulary of ``words`` words, each query descriptor assigned to
-    its ``multiple_assignment`` nearest words."""
+    its ``multiple_assignment`` nearest words (default: the index's)."""
     codebook = asmk_codebook(prepared, words)
     name = f"{words} words" + (
         f", multiple assignment {multiple_assignment}"
-        if multiple_assignment != MULTIPLE_ASSIGNMENT
+        if multiple_assignment is not None
         else ""
     )
     kernel = {"multiple_assignment": multiple_assignment}
@@ -381,9 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--asmk-multiple-assignment",
         type=int,
-        default=MULTIPLE_ASSIGNMENT,
+        default=None,
         help="nearest words of each query descriptor in the ASMK searches "
-        f"(default {MULTIPLE_ASSIGNMENT})",
+        "(default: the index's, 5 for ASMK*, 3 for ASMK)",
     )
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)

@@ -105,6 +105,13 @@ def test_full_residuals_and_kernel_options_are_kept(asmk_built, tmp_path):
         True,
     )
     assert index.codes.dtype == np.float32
+    # Its queries take three words each unless told otherwise.
+    output = tmp_path / "results.json"
+    run("search", tmp_path / "index", asmk_built / "descriptors.npz", "-o", output)
+    assert json.loads(output.read_text())["multiple_assignment"] == 3
+    sets = vlad.DescriptorSets.load(asmk_built / "descriptors.npz")
+    expected = index.search(sets, 10, multiple_assignment=3).rankings()
+    assert read_rankings(output) == expected
 
 
 def test_another_codebook_is_refused_in_one_line(asmk_built, tmp_path):

@@ -129,9 +129,8 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
 @click.option(
     "--multiple-assignment",
     type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="ASMK index: words each query descriptor is assigned to (its nearest).",
+    help="ASMK index: words each query descriptor is assigned to (its nearest). "
+    "[default: 5 for ASMK*, 3 for ASMK (--full)]",
 )
 @page_options(search=True)
 @jobs_option
@@ -152,7 +151,7 @@ def search(
     min_inliers: int,
     database_descriptors: Path | None,
     parameters: str | None,
-    multiple_assignment: int,
+    multiple_assignment: int | None,
     page: PageOptions,
     n_jobs: int | None,
     overwrite: bool,

@@ -68,7 +68,7 @@ def search_index(
     verification: Mapping[str, object] | None = None,
     database_descriptors: str | os.PathLike | None = None,
     parameters: str | None = None,
-    multiple_assignment: int = 5,
+    multiple_assignment: int | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> SearchRun:
@@ -111,8 +111,9 @@ def search_index(
     parameters : str, optional
         faiss search parameters for this search, such as ``"nprobe=32"`` (VLAD
         index only).
-    multiple_assignment : int, default=5
-        ASMK index: words each query descriptor is assigned to.
+    multiple_assignment : int, optional
+        ASMK index: words each query descriptor is assigned to (default: the
+        index's, 5 for ASMK*, 3 for ASMK).
     n_jobs : int, optional
         Processes that describe query images and verify results.
     progress : callable, optional

@@ -45,6 +45,10 @@ __all__ = ["ASMKIndex", "build_asmk_index", "check_same_descriptors"]
 NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches nothing"
 #: Posting-list entries compared at a time in a search (bounds its temporaries).
 SEARCH_ENTRIES = 1 << 18
+#: Words each query descriptor is assigned to unless told otherwise, by
+#: kernel: chosen on the real-view and copy benchmarks (docs/asmk.md), where
+#: full residuals rank best with 3 and sign bits with 5.
+MULTIPLE_ASSIGNMENT = {"ASMK*": 5, "ASMK": 3}
 
 
 class ASMKIndex:
@@ -113,6 +117,17 @@ class ASMKIndex:
         return len(self.names)
 
     @property
+    def kernel(self) -> str:
+        """``"ASMK*"`` (sign bits) or ``"ASMK"`` (full residuals)."""
+        return "ASMK*" if self.binary else "ASMK"
+
+    @property
+    def default_multiple_assignment(self) -> int:
+        """Words each query descriptor is assigned to when :meth:`search` is
+        not told: 5 for ASMK*, 3 for ASMK."""
+        return MULTIPLE_ASSIGNMENT[self.kernel]
+
+    @property
     def n_words(self) -> int:
         """Visual words K."""
         return self.word_offsets.shape[0] - 1
@@ -146,7 +161,7 @@ class ASMKIndex:
         return self.n_images
 
     def __repr__(self) -> str:
-        kind = "ASMK*" if self.binary else "ASMK"
+        kind = self.kernel
         return (
             f"ASMKIndex(n_images={self.n_images}, n_words={self.n_words}, "
             f"n_entries={self.n_entries}, kernel={kind!r}, alpha={self.alpha:g}, "
@@ -190,7 +205,7 @@ class ASMKIndex:
         query_sets,
         k: int = 10,
         *,
-        multiple_assignment: int = 5,
+        multiple_assignment: int | None = None,
         query_names: Sequence[str] | None = None,
     ) -> SearchResults:
         """The ``k`` best images of each query.
@@ -202,9 +217,10 @@ class ASMKIndex:
         k : int, default=10
             Images per query; at most as many as the index holds with
             descriptors (ties go to the image added first).
-        multiple_assignment : int, default=5
+        multiple_assignment : int, optional
             Words each query descriptor is assigned to: its nearest ones (all
-            of them when the codebook has fewer).
+            of them when the codebook has fewer). Default
+            :attr:`default_multiple_assignment`: 5 for ASMK*, 3 for ASMK.
         query_names : sequence of str, optional
             Default the sets' names.
 
@@ -222,6 +238,8 @@ class ASMKIndex:
             ``k`` or ``multiple_assignment`` < 1.
         """
         k = check_positive_int(k, "k")
+        if multiple_assignment is None:
+            multiple_assignment = self.default_multiple_assignment
         n_nearest = min(
             check_positive_int(multiple_assignment, "multiple_assignment"),
             self.n_words,
