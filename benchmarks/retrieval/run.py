@@ -133,13 +133,25 @@ def _variant(
         )
     except ValueError as error:  # too few database vectors for PCA or faiss
         return row | {"skipped": str(error)}
-    start = time.perf_counter()
-    results = index.search(
-        prepared.query_vectors,
-        K,
-        query_names=prepared.queries.names,
-        expansion=expansion,
+    measured = _searched(
+        prepared,
+        lambda: index.search(
+            prepared.query_vectors,
+            K,
+            query_names=prepared.queries.names,
+            expansion=expansion,
+        ),
+        depth,
+        n_jobs,
     )
+    return row | {"bytes_per_image": index.bytes_per_image} | measured
+
+
+def _searched(prepared: Prepared, search, depth: int | None, n_jobs) -> dict:
+    """Times of ``search()`` and of the spatial verification of its first
+    ``depth`` results (none without), per query, and their evaluation."""
+    start = time.perf_counter()
+    results = search()
     search_seconds = time.perf_counter() - start
     spatial_seconds = 0.0
     if depth:
@@ -150,8 +162,7 @@ def _variant(
         spatial_seconds = time.perf_counter() - start
     evaluation = evaluate(results.rankings(), prepared.ground_truth, ks=(1, 5, 10))
     n_queries = len(prepared.queries)
-    return row | {
-        "bytes_per_image": index.bytes_per_image,
+    return {
         "ms_per_query_search": 1000 * search_seconds / n_queries,
         "ms_per_query_spatial": 1000 * spatial_seconds / n_queries,
         "queries_without_results": results.n_empty,
@@ -190,31 +201,25 @@ def _asmk_variant(
     if multiple_assignment is None:
         multiple_assignment = index.default_multiple_assignment
     row["multiple_assignment"] = multiple_assignment
-    start = time.perf_counter()
-    results = index.search(
-        prepared.queries,
-        K,
-        query_names=prepared.queries.names,
-        multiple_assignment=multiple_assignment,
+    measured = _searched(
+        prepared,
+        lambda: index.search(
+            prepared.queries,
+            K,
+            query_names=prepared.queries.names,
+            multiple_assignment=multiple_assignment,
+        ),
+        depth,
+        n_jobs,
     )
-    search_seconds = time.perf_counter() - start
-    spatial_seconds = 0.0
-    if depth:
-        start = time.perf_counter()
-        results = rerank_spatially(
-            results, prepared.queries, prepared.database, depth=depth, n_jobs=n_jobs
-        )
-        spatial_seconds = time.perf_counter() - start
-    evaluation = evaluate(results.rankings(), prepared.ground_truth, ks=(1, 5, 10))
-    n_queries = len(prepared.queries)
-    return row | {
-        "bytes_per_image": round(index.nbytes / index.n_images),
-        "build_seconds": build_seconds,
-        "ms_per_query_search": 1000 * search_seconds / n_queries,
-        "ms_per_query_spatial": 1000 * spatial_seconds / n_queries,
-        "queries_without_results": results.n_empty,
-        "evaluation": evaluation.to_dict(),
-    }
+    return (
+        row
+        | {
+            "bytes_per_image": round(index.nbytes / index.n_images),
+            "build_seconds": build_seconds,
+        }
+        | measured
+    )
 
 
 def run_asmk_variants(
