@@ -66,6 +66,8 @@ def transformed_copies(folder: Path) -> dict[str, str]:
     return originals
 
 
+# Full-size photos and 24 copies, seconds: with the slow tests.
+@pytest.mark.slow
 def test_transformed_copies_are_closest_to_their_originals(
     main_job, tmp_path, monkeypatch
 ):
