@@ -23,13 +23,18 @@ from photos import DATA, FAST_OPTIONS, fit_fast_codebook
 
 import vlad
 
+# Hypothesis profiles, chosen by the environment variable HYPOTHESIS_PROFILE:
+# "default", few examples for a fast default run, and "thorough", which CI
+# runs on the property tests (python -m pytest -m hypothesis) as a step of its
+# own. Tests whose settings name their number of examples keep it in both.
 settings.register_profile(
     "default",
     deadline=None,
-    max_examples=int(os.environ.get("VLAD_HYPOTHESIS_EXAMPLES", 60)),
+    max_examples=25,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("default")
+settings.register_profile("thorough", settings.get_profile("default"), max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 DTYPES = [np.float32, np.float64]
 
