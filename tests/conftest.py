@@ -14,6 +14,11 @@ from pathlib import Path
 # the work (k-means of a few thousand rows took a second instead of 10 ms);
 # what a test checks, thread counts included, does not depend on it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenBLAS's idle threads likewise sleep after a short spin (2**4 cycles, not
+# 2**28). With another process on the second core, a small product on two
+# threads waited for its partner: scikit-learn's randomised PCA of 500 x 200
+# took 1.7 s instead of 0.02 s.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np
 import pytest
