@@ -185,6 +185,9 @@ def test_workers_started_elsewhere_skip_corrupt_images_as_the_caller_does(
     assert there.names == here.names == ["astronaut.jpg", "chelsea.jpg", "coffee.jpg"]
 
 
+# Seconds: the default run gives the command line a scheduler in
+# tests/test_dask_extraction.py.
+@pytest.mark.slow
 def test_the_command_line_on_a_scheduler(client, codebook_file, messy, tmp_path):
     expected = local_run(messy, codebook_file, tmp_path / "local", 2)
     address = client.scheduler.address

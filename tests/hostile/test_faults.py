@@ -243,6 +243,9 @@ def test_a_full_disk_leaves_no_hidden_temporary_file_either(tmp_path):
     record("clear error")
 
 
+# A real full disk, seconds: the default run fills a disk by a file size limit
+# in test_a_full_disk_is_one_line_and_leaves_no_file above.
+@pytest.mark.slow
 def test_a_full_tmpfs(small_job, tmp_path):
     """A real full disk (ENOSPC): a 2 MB tmpfs, mounted in a private mount
     namespace (needs root and unshare)."""
