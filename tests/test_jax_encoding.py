@@ -116,6 +116,9 @@ def test_refuses_multiple_assignment(problem):
         vlad.JaxEncoder(codebook, assignment="soft")
 
 
+# A photo's 128-dimensional descriptors compile kernels of their own, about a
+# second: with the slow tests (test_labels_equal_assign below uses the photo).
+@pytest.mark.slow
 def test_one_real_photo_equals_encode():
     descriptors, codebook = photo_problem()
     expected = vlad.encode([descriptors], codebook)
