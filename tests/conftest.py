@@ -152,6 +152,15 @@ def photo_sets():
 
 
 @pytest.fixture(scope="session")
+def small_codebook():
+    """A 4-centre codebook of the bundled photos at FAST_OPTIONS."""
+    codebook, _ = vlad.fit_codebook_to_images(
+        DATA, 4, descriptor_options=FAST_OPTIONS, n_jobs=2
+    )
+    return codebook
+
+
+@pytest.fixture(scope="session")
 def codebook_path():
     """A 16-centre codebook of the bundled photos at FAST_OPTIONS, readable by
     anyone (the hostile tests read it as another user)."""

@@ -29,12 +29,9 @@ def client(cluster_client):
 
 
 @pytest.fixture(scope="module")
-def codebook_file(tmp_path_factory):
-    fitted, _ = vlad.fit_codebook_to_images(
-        DATA, 4, descriptor_options=FAST_OPTIONS, n_jobs=2
-    )
+def codebook_file(tmp_path_factory, small_codebook):
     path = tmp_path_factory.mktemp("codebook") / "codebook.npz"
-    fitted.save(path)
+    small_codebook.save(path)
     return path
 
 
