@@ -35,7 +35,7 @@ import vlad
 settings.register_profile(
     "default",
     deadline=None,
-    max_examples=25,
+    max_examples=20,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("thorough", settings.get_profile("default"), max_examples=200)
