@@ -264,7 +264,8 @@ def test_overlapping_encodes_leave_blas_as_it_was_and_agree(path):
     one that starts first (a few milliseconds earlier) ends first or last."""
     small = vlad.datasets.make_descriptor_sets(8, 2100, 128, seed=0)
     large = vlad.datasets.make_descriptor_sets(16, 4200, 128, seed=1)
-    codebook = vlad.fit_codebook(small, 64, sample=5000, seed=0)
+    # Any 64 centres do: what is checked is the threads, not the codebook.
+    codebook = vlad.Codebook(small.descriptors[:: len(small.descriptors) // 64][:64])
     assert small.descriptors.size * 64 >= vlad.core._parallel.PARALLEL_MIN_WORK
     aggregator = {"fused": "auto", "staged": "sparse"}[path]
     calls = {"small": small, "large": large}
