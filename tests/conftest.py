@@ -14,6 +14,11 @@ from pathlib import Path
 # the work (k-means of a few thousand rows took a second instead of 10 ms);
 # what a test checks, thread counts included, does not depend on it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenBLAS's idle threads likewise sleep after a short spin (2**4 cycles, not
+# 2**28). With another process on the second core, a small product on two
+# threads waited for its partner: scikit-learn's randomised PCA of 500 x 200
+# took 1.7 s instead of 0.02 s.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np
 import pytest
@@ -23,13 +28,18 @@ from photos import DATA, FAST_OPTIONS, fit_fast_codebook
 
 import vlad
 
+# Hypothesis profiles, chosen by the environment variable HYPOTHESIS_PROFILE:
+# "default", few examples for a fast default run, and "thorough", which CI
+# runs on the property tests (python -m pytest -m hypothesis) as a step of its
+# own. Tests whose settings name their number of examples keep it in both.
 settings.register_profile(
     "default",
     deadline=None,
-    max_examples=int(os.environ.get("VLAD_HYPOTHESIS_EXAMPLES", 60)),
+    max_examples=20,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("default")
+settings.register_profile("thorough", settings.get_profile("default"), max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 DTYPES = [np.float32, np.float64]
 
@@ -139,6 +149,15 @@ def photo_sets():
     """The bundled photos' descriptors at FAST_OPTIONS (keypoints included)."""
     sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
     return sets
+
+
+@pytest.fixture(scope="session")
+def small_codebook():
+    """A 4-centre codebook of the bundled photos at FAST_OPTIONS."""
+    codebook, _ = vlad.fit_codebook_to_images(
+        DATA, 4, descriptor_options=FAST_OPTIONS, n_jobs=2
+    )
+    return codebook
 
 
 @pytest.fixture(scope="session")

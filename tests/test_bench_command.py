@@ -83,6 +83,9 @@ def tiny_run(tmp_path_factory):
     return result, path
 
 
+# The tiny run, seconds (threads, repeats): its three tests run with the
+# slow tests; the cheap ones above and below run by default.
+@pytest.mark.slow
 def test_the_command_prints_tables_and_writes_json(tiny_run):
     result, path = tiny_run
     printed = result.stdout
@@ -98,6 +101,7 @@ def test_the_command_prints_tables_and_writes_json(tiny_run):
     assert {check["number"] for check in record["targets"]} >= {1, 2, 3, 4, 5, 7}
 
 
+@pytest.mark.slow
 def test_a_report_read_back_from_json_prints_the_same_tables(tiny_run):
     result, path = tiny_run
     read = report.Report.from_dict(json.loads(path.read_text()))
@@ -106,6 +110,7 @@ def test_a_report_read_back_from_json_prints_the_same_tables(tiny_run):
     assert json.loads(json.dumps(read.to_dict())) == json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_performance_page(tiny_run, tmp_path):
     result, path = tiny_run
     page = tmp_path / "docs" / "performance.md"

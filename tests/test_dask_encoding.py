@@ -29,12 +29,9 @@ def client(cluster_client):
 
 
 @pytest.fixture(scope="module")
-def codebook_file(tmp_path_factory):
-    fitted, _ = vlad.fit_codebook_to_images(
-        DATA, 4, descriptor_options=FAST_OPTIONS, n_jobs=2
-    )
+def codebook_file(tmp_path_factory, small_codebook):
     path = tmp_path_factory.mktemp("codebook") / "codebook.npz"
-    fitted.save(path)
+    small_codebook.save(path)
     return path
 
 
@@ -185,6 +182,9 @@ def test_workers_started_elsewhere_skip_corrupt_images_as_the_caller_does(
     assert there.names == here.names == ["astronaut.jpg", "chelsea.jpg", "coffee.jpg"]
 
 
+# Seconds: the default run gives the command line a scheduler in
+# tests/test_dask_extraction.py.
+@pytest.mark.slow
 def test_the_command_line_on_a_scheduler(client, codebook_file, messy, tmp_path):
     expected = local_run(messy, codebook_file, tmp_path / "local", 2)
     address = client.scheduler.address

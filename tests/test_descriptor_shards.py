@@ -28,11 +28,6 @@ def messy(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def photo_sets():
-    return vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
-
-
-@pytest.fixture(scope="module")
 def photo_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("shards") / "descriptors"
     extract_images_to_folder(DATA, folder, FAST_OPTIONS, shard_images=3, n_jobs=2)
@@ -81,7 +76,7 @@ def test_shards_hold_what_one_extraction_in_memory_gives(messy, tmp_path, shard_
 
 
 def test_a_folder_reads_whole_or_a_shard_at_a_time(photo_folder, photo_sets):
-    expected, _ = photo_sets
+    expected = photo_sets
     assert_same_sets(read_descriptor_file(photo_folder), expected)
     lazy = read_descriptor_file(photo_folder, lazy=True)
     shard = lazy.shard(1)
@@ -95,7 +90,7 @@ def test_a_folder_reads_whole_or_a_shard_at_a_time(photo_folder, photo_sets):
 def test_vocabularies_read_a_folder_as_they_read_an_npz(
     photo_folder, photo_sets, tmp_path
 ):
-    expected, _ = photo_sets
+    expected = photo_sets
     expected.save(tmp_path / "d.npz")
     from_npz, _ = vlad.fit_vocabularies_to_images(
         tmp_path / "d.npz", 4, 2, sample=3000, n_jobs=1
@@ -116,7 +111,7 @@ def test_vocabularies_read_a_folder_as_they_read_an_npz(
 def test_fit_and_encode_read_a_folder_as_they_read_an_npz(
     photo_folder, photo_sets, tmp_path
 ):
-    expected, _ = photo_sets
+    expected = photo_sets
     expected.save(tmp_path / "d.npz")
     from_npz, _ = vlad.fit_codebook_to_images(tmp_path / "d.npz", 4, sample=3000)
     from_folder, report = vlad.fit_codebook_to_images(photo_folder, 4, sample=3000)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import functools
 import importlib.util
 import inspect
 import re
@@ -63,7 +64,8 @@ def github_slug(heading: str) -> str:
     return heading.replace(" ", "-")
 
 
-def anchors(path: Path) -> set[str]:
+@functools.cache
+def anchors(path: Path) -> frozenset[str]:
     """The anchors of a Markdown page: its headings', numbered as GitHub
     numbers repeats (``name``, ``name-1``, ...), and explicit HTML ones."""
     text = path.read_text(encoding="utf-8")
@@ -74,7 +76,7 @@ def anchors(path: Path) -> set[str]:
         count = seen.get(slug, 0)
         seen[slug] = count + 1
         found.add(slug if count == 0 else f"{slug}-{count}")
-    return found
+    return frozenset(found)
 
 
 def test_pages_found():

@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import DTYPES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from photo_descriptors import photo_problem
@@ -35,14 +34,15 @@ def assert_vectors_equal(result, expected, tolerance=1e-5):
 
 
 # Each setting compiles its own kernel (about 0.5 s): every step on and off,
-# not every combination (tests/test_torch_encoding.py runs all 16).
+# not every combination (tests/test_torch_encoding.py runs all 16); all off and
+# all on in the default run, the mixed ones with the slow tests.
 @pytest.mark.parametrize(
     ("power", "intra", "l2", "mass"),
     [
         (1.0, False, False, False),
-        (1.0, True, True, False),
-        (0.5, False, True, True),
-        (0.5, True, False, False),
+        pytest.param(1.0, True, True, False, marks=pytest.mark.slow),
+        pytest.param(0.5, False, True, True, marks=pytest.mark.slow),
+        pytest.param(0.5, True, False, False, marks=pytest.mark.slow),
         (0.5, True, True, True),
     ],
 )
@@ -99,7 +99,7 @@ def test_many_chunks_equal_encode(problem, monkeypatch):
     np.testing.assert_allclose(residuals, reference, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("power", [1.0, 0.2])
+@pytest.mark.parametrize("power", [1.0, pytest.param(0.2, marks=pytest.mark.slow)])
 def test_residual_norm_equals_encode(problem, monkeypatch, power):
     sets, codebook = problem
     options = {"residual_norm": True, "power": power, "intra": False, "l2": False}
@@ -115,6 +115,9 @@ def test_refuses_multiple_assignment(problem):
         vlad.JaxEncoder(codebook, assignment="soft")
 
 
+# A photo's 128-dimensional descriptors compile kernels of their own, about a
+# second: with the slow tests (test_labels_equal_assign below uses the photo).
+@pytest.mark.slow
 def test_one_real_photo_equals_encode():
     descriptors, codebook = photo_problem()
     expected = vlad.encode([descriptors], codebook)
@@ -150,7 +153,12 @@ def test_distance_product_asks_for_highest_precision(problem):
     assert re.search(r"precision = \[HIGHEST, HIGHEST\]", products[0])
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+# float32, the dtype of test_equals_encode's problem, with the slow tests (its
+# kernels compile anew here); float64, which must not leave 64-bit mode on, by
+# default.
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
+)
 def test_dtype_follows_the_descriptors(problem, dtype):
     sets, codebook = problem
     sets = vlad.DescriptorSets(sets.descriptors.astype(dtype), sets.offsets)
@@ -161,6 +169,9 @@ def test_dtype_follows_the_descriptors(problem, dtype):
     assert not jax.config.jax_enable_x64  # float64 did not leave 64-bit mode on
 
 
+# 300,000 rows: with the slow tests (the default run checks the aggregator's
+# accuracy alone in tests/test_aggregators.py).
+@pytest.mark.slow
 def test_float32_accuracy_when_one_image_is_huge():
     """300,000 descriptors in one image, summed in float32 by blocks: within
     1e-5 of the float64 loop reference, for the encoder and the aggregator."""

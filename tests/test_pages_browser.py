@@ -218,6 +218,8 @@ def test_labels_and_colours_follow_the_ground_truth(browser, pages):
     assert len({shade for shades in colours.values() for shade in shades}) == 3
 
 
+# The page's controls, a page load each: with the slow tests.
+@pytest.mark.slow
 def test_sorting_by_ap_reorders_the_rows(browser, pages):
     open_page(browser, pages[0])
     given = [visible(query) for query in RANKINGS]
@@ -239,6 +241,7 @@ def test_sorting_by_ap_reorders_the_rows(browser, pages):
     assert [row["query"] for row in browser.execute_script(ROWS)] == given
 
 
+@pytest.mark.slow
 def test_filtering_by_name_hides_the_other_rows(browser, pages):
     open_page(browser, pages[0])
     browser.find_element("id", "filter").send_keys("COFFEE")

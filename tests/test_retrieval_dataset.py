@@ -346,6 +346,8 @@ def test_a_resized_copy_hashes_alike():
     assert np.sum(thumbnail_hash(image) ^ thumbnail_hash(other)) > 10
 
 
+# Two builds from opencv-doc's photos, seconds: with the slow tests.
+@pytest.mark.slow
 @pytest.mark.skipif(
     not Path(PACKAGE_SOURCES["opencv"].root, "data/graf1.png").is_file(),
     reason="opencv-doc is not installed",

@@ -27,6 +27,8 @@ def run(tmp_path_factory):
     return dataset, json.loads(output.read_text())
 
 
+# The runner's run, seconds: its tests run with the slow tests.
+@pytest.mark.slow
 def test_every_chosen_variant_is_evaluated(run):
     _, report = run
     rows = report["variants"]
@@ -39,6 +41,7 @@ def test_every_chosen_variant_is_evaluated(run):
         assert row["seconds"]["encode_per_image"] > 0
 
 
+@pytest.mark.slow
 def test_the_defaults_row_is_what_the_library_gives(run):
     dataset, report = run
     database, _ = vlad.extract_images(dataset / "database", n_jobs=1)
@@ -64,6 +67,7 @@ def test_variant_labels_are_unique_and_settings_valid():
         vlad.EncodingOptions(**variant.encoding)
 
 
+@pytest.mark.slow
 def test_the_page_shows_every_variant_and_the_machine(run):
     _, report = run
     page = render_page(report, "report.json")

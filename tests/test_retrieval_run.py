@@ -10,6 +10,11 @@ from benchmarks.retrieval.run import PQ_FACTORIES, main
 
 pytest.importorskip("faiss")
 
+# The runner's run end to end takes seconds (k-means, every variant, spatial
+# re-ranking): with the slow tests. tests/test_retrieval_dataset.py checks the
+# dataset it reads by default.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):

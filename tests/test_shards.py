@@ -17,11 +17,8 @@ from vlad.pipeline._vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")
-def codebook():
-    fitted, _ = vlad.fit_codebook_to_images(
-        DATA, 4, descriptor_options=FAST_OPTIONS, n_jobs=2
-    )
-    return fitted
+def codebook(small_codebook):
+    return small_codebook
 
 
 @pytest.fixture(scope="module")

@@ -66,6 +66,8 @@ def transformed_copies(folder: Path) -> dict[str, str]:
     return originals
 
 
+# Full-size photos and 24 copies, seconds: with the slow tests.
+@pytest.mark.slow
 def test_transformed_copies_are_closest_to_their_originals(
     main_job, tmp_path, monkeypatch
 ):
@@ -102,7 +104,18 @@ def test_encode_equals_the_library_encode_on_the_same_descriptors(
     assert names == photo_sets.names
 
 
-@pytest.mark.parametrize("aggregator", sorted(vlad.AGGREGATORS))
+# The option passes the name through to the library, which
+# tests/test_aggregators.py checks aggregator by aggregator: the default and
+# one other in the default run, every one with the slow tests.
+@pytest.mark.parametrize(
+    "aggregator",
+    [
+        name
+        if name in ("auto", "sparse")
+        else pytest.param(name, marks=pytest.mark.slow)
+        for name in sorted(vlad.AGGREGATORS)
+    ],
+)
 def test_every_aggregator_gives_the_library_vectors(
     tmp_path, codebook_path, photo_sets, aggregator
 ):

@@ -39,16 +39,22 @@ from vlad.core._files import atomic_writes
 N_IMAGES, N_DESCRIPTORS, N_CLUSTERS = 1500, 20, 64
 
 
+def write_job(folder, n_images: int):
+    """A descriptors file of ``n_images`` images and a 64-centre codebook in
+    ``folder``."""
+    rng = np.random.default_rng(0)
+    descriptors = rng.random((n_images, N_DESCRIPTORS, 128), dtype=np.float32)
+    np.save(folder / "descriptors.npy", descriptors)
+    centers = descriptors.reshape(-1, 128)[:: n_images * N_DESCRIPTORS // N_CLUSTERS]
+    vlad.Codebook(centers).save(folder / "codebook.npz")
+    return folder
+
+
 @pytest.fixture(scope="module")
 def big_job(tmp_path_factory):
     """A descriptors file and a codebook whose encoding writes 49 MB, and how
     long one run takes here."""
-    folder = tmp_path_factory.mktemp("big-job")
-    rng = np.random.default_rng(0)
-    descriptors = rng.random((N_IMAGES, N_DESCRIPTORS, 128), dtype=np.float32)
-    np.save(folder / "descriptors.npy", descriptors)
-    centers = descriptors.reshape(-1, 128)[:: N_IMAGES * N_DESCRIPTORS // N_CLUSTERS]
-    vlad.Codebook(centers).save(folder / "codebook.npz")
+    folder = write_job(tmp_path_factory.mktemp("big-job"), N_IMAGES)
     output = folder / "timing" / "vectors.npy"
     output.parent.mkdir()
     start = time.perf_counter()
@@ -56,6 +62,13 @@ def big_job(tmp_path_factory):
     duration = time.perf_counter() - start
     assert result.returncode == 0, result.stderr
     return folder, duration
+
+
+@pytest.fixture(scope="module")
+def small_job(tmp_path_factory):
+    """A descriptors file and a codebook whose encoding writes 3.3 MB: more
+    than the full disks below hold."""
+    return write_job(tmp_path_factory.mktemp("small-job"), 100)
 
 
 def encode_args(folder, output, *more):
@@ -103,12 +116,13 @@ def kill_at(big_job, tmp_path, delay: float) -> str:
     return assert_absent_or_complete(output)
 
 
-#: One random point in the default run; the other seeds run with the slow tests,
-#: beside test_sigkill_at_many_points_around_the_write.
-SEEDS = [0, *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(1, 4))]
-
-
-@pytest.mark.parametrize("seed", SEEDS)
+#: Random points run with the slow tests, beside
+#: test_sigkill_at_many_points_around_the_write (the big job takes seconds to
+#: make and to run); the default run kills between link and rename
+#: (test_temporaries.py) and while a folder is replaced
+#: (test_replaced_folders.py).
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4))
 def test_sigkill_at_a_random_point_leaves_nothing_half_done(big_job, tmp_path, seed):
     _, duration = big_job
     delay = np.random.default_rng(seed).uniform(0.05, 1.2 * duration)
@@ -144,11 +158,13 @@ def _wait_for_work(process: subprocess.Popen) -> list[str]:
     ("sent", "status", "said"),
     [
         (signal.SIGTERM, 143, "terminated"),
-        (
+        # Ctrl-C takes the same path; it runs with the slow tests.
+        pytest.param(
             signal.SIGINT,
             130,
             "interrupted; outputs written before are kept, the one being written "
             "was removed",
+            marks=pytest.mark.slow,
         ),
     ],
 )
@@ -187,8 +203,8 @@ def _limit_file_size():
     resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 
 
-def test_a_full_disk_is_one_line_and_leaves_no_file(big_job, tmp_path):
-    folder, _ = big_job
+def test_a_full_disk_is_one_line_and_leaves_no_file(small_job, tmp_path):
+    folder = small_job
     output = tmp_path / "vectors.npy"
     result = run_vlad(*encode_args(folder, output), preexec_fn=_limit_file_size)
     assert result.returncode == 1
@@ -227,12 +243,15 @@ def test_a_full_disk_leaves_no_hidden_temporary_file_either(tmp_path):
     record("clear error")
 
 
-def test_a_full_tmpfs(big_job, tmp_path):
+# A real full disk, seconds: the default run fills a disk by a file size limit
+# in test_a_full_disk_is_one_line_and_leaves_no_file above.
+@pytest.mark.slow
+def test_a_full_tmpfs(small_job, tmp_path):
     """A real full disk (ENOSPC): a 2 MB tmpfs, mounted in a private mount
     namespace (needs root and unshare)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("mounting a small tmpfs needs root and unshare")
-    folder, _ = big_job
+    folder = small_job
     mount = tmp_path / "small"
     mount.mkdir()
     command = " ".join(
@@ -269,6 +288,8 @@ def test_a_read_only_output_folder_is_refused_before_any_work(open_folder):
     assert list(out.iterdir()) == []
 
 
+# Seconds: two runs of the big job at once.
+@pytest.mark.slow
 def test_two_writers_on_one_output_never_replace_each_other(big_job, tmp_path):
     folder, _ = big_job
     output = tmp_path / "vectors.npy"

@@ -80,16 +80,11 @@ def test_a_folder_of_links_is_extracted_skipping_and_listing(linked_folder, capl
     record("handled", len(EXPECTED_NAMES))
 
 
-# The three commands walk the folder with one function: encode in the default
-# run, extract and fit with the slow tests.
-@pytest.mark.parametrize(
-    "command",
-    [
-        pytest.param("extract", marks=pytest.mark.slow),
-        pytest.param("fit", marks=pytest.mark.slow),
-        "encode",
-    ],
-)
+# The three commands walk the folder with one function, which the default run
+# checks in test_a_folder_of_links_is_extracted_skipping_and_listing above; a
+# run of each command takes seconds: with the slow tests.
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["extract", "fit", "encode"])
 def test_every_command_survives_the_links(
     linked_folder, tmp_path, codebook_path, command
 ):

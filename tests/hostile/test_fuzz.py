@@ -5,7 +5,8 @@ Every call either returns finite results of the documented shape or raises
 ``ValueError`` / ``TypeError`` whose one-line message names the argument
 (or the part of it) that is wrong. RuntimeWarnings are errors in this test
 run, so an overflow that slips through fails here too. The number of
-examples follows the suite's hypothesis profile (``VLAD_HYPOTHESIS_EXAMPLES``).
+examples follows the suite's hypothesis profile (``HYPOTHESIS_PROFILE``, see
+tests/conftest.py).
 """
 
 from __future__ import annotations

@@ -93,6 +93,10 @@ def test_a_signal_between_the_moves_puts_the_old_index_back(indexed, sent, statu
     record("clear error")
 
 
+# The default run signals between the moves, above; this and the kills below
+# (two runs each) run with the slow tests. The default run sees a kill's
+# leftovers removed in test_temporaries.py.
+@pytest.mark.slow
 def test_a_signal_after_the_swap_leaves_the_new_index(indexed):
     result = run_signalled("remove", "SIGTERM", indexed)
     assert result.returncode == 143, result.stderr
@@ -101,6 +105,7 @@ def test_a_signal_after_the_swap_leaves_the_new_index(indexed):
     record("clear error")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["aside", "remove"])
 def test_the_next_run_removes_what_sigkill_left(indexed, how):
     killed = run_signalled(how, "SIGKILL", indexed)

@@ -39,10 +39,8 @@ SIGNALLED_AT_RENAME = """
 
 FAST = ("--max-side", 128, "-q", "--overwrite")
 PHOTO = DATA / "chelsea.jpg"
-#: The commands run in the default test run (they share their writes), and
-#: those run with the slow tests too.
-COMMANDS = ["encode", pytest.param("fit", marks=pytest.mark.slow)]
-COMMANDS += [pytest.param("extract", marks=pytest.mark.slow)]
+#: The commands signalled at the rename (they share their writes).
+COMMANDS = ["encode", "fit", "extract"]
 
 
 def commands(codebook_path, folder):
@@ -67,11 +65,12 @@ def outputs(folder) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
+# Two runs each, seconds: these and the kills below run with the slow tests.
+# The default run kills a shard at the rename (the last test here) and sees
+# SIGTERM cleaned up in test_faults.py and test_replaced_folders.py.
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
-@pytest.mark.parametrize(
-    ("sent", "status"),
-    [("SIGTERM", 143), pytest.param("SIGINT", 130, marks=pytest.mark.slow)],
-)
+@pytest.mark.parametrize(("sent", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
 def test_sigterm_and_ctrl_c_between_link_and_rename_leave_no_temporary(
     tmp_path, codebook_path, command, sent, status
 ):
@@ -91,6 +90,7 @@ def test_sigterm_and_ctrl_c_between_link_and_rename_leave_no_temporary(
     record("clear error")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_the_next_run_removes_what_sigkill_left_between_link_and_rename(
     tmp_path, codebook_path, command
