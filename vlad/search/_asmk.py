@@ -47,7 +47,7 @@ NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches no
 SEARCH_ENTRIES = 1 << 18
 #: Words each query descriptor is assigned to unless told otherwise, by
 #: kernel: chosen on the real-view and copy benchmarks (docs/asmk.md), where
-#: full residuals rank best with 3 and sign bits with 5.
+#: full residuals ranked better with 3 than with 5, and sign bits worse.
 MULTIPLE_ASSIGNMENT = {"ASMK*": 5, "ASMK": 3}
 
 
