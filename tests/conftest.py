@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # threads waited for its partner: scikit-learn's randomised PCA of 500 x 200
 # took 1.7 s instead of 0.02 s.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# A run started in the background of a non-interactive shell inherits SIGINT
+# ignored, and so would every vlad process the tests start to interrupt with
+# Ctrl-C: handled here, it is back to the default in those processes.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import numpy as np
 import pytest
