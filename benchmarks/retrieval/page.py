@@ -27,8 +27,15 @@ __all__ = ["main", "render_page"]
 
 def _command(settings: dict, json_name: str) -> str:
     words = ["python -m benchmarks.retrieval.run", "DATASET"]
-    names = ("clusters", "power", "pca", "depth", "asmk_words")
-    for name in (*names, "asmk_multiple_assignment"):
+    names = (
+        "clusters",
+        "power",
+        "pca",
+        "depth",
+        "asmk_words",
+        "asmk_multiple_assignment",
+    )
+    for name in names:
         values = settings.get(name)
         for value in values if isinstance(values, list) else [values]:
             if value is not None:
