@@ -120,14 +120,16 @@ def write_local_features(path, names, *, as_half=True, n_features=64, seed=0):
 
 def reference_sets(path):
     """Descriptor sets built from what hloc's own reading gives: images in
-    sorted name order, descriptors transposed to rows, keypoints x, y."""
+    sorted name order, descriptors transposed to rows, keypoints x, y and
+    their scores in place of sizes."""
     names = sorted(hloc_list_h5_names(path))
     with h5py.File(str(path), "r") as fd:
         blocks = [fd[n]["descriptors"].__array__().T for n in names]
         positions = [fd[n]["keypoints"].__array__() for n in names]
+        scores = [fd[n]["scores"].__array__() for n in names]
     keypoints = [
-        np.column_stack([p, np.zeros((len(p), 2))]).astype(np.float32)
-        for p in positions
+        np.column_stack([p, s, np.zeros(len(p))]).astype(np.float32)
+        for p, s in zip(positions, scores, strict=True)
     ]
     return vlad.DescriptorSets.from_list(
         [b.astype(np.float32) for b in blocks], names, keypoints=keypoints
@@ -155,6 +157,10 @@ def test_local_features_read_as_hloc_reads_them(tmp_path, as_half):
         np.testing.assert_array_equal(sets[t], written[name]["descriptors"].T)
         np.testing.assert_array_equal(
             sets.keypoints_of(t)[:, :2], written[name]["keypoints"]
+        )
+        # Scores stand in for sizes: verification keeps the strongest.
+        np.testing.assert_array_equal(
+            sets.keypoints_of(t)[:, 2], written[name]["scores"]
         )
     assert sets.dtype == np.float32
     assert sets.metadata == {
@@ -389,6 +395,17 @@ def layout(path, name, **datasets):
             "outside any image's group",
         ),
         (lambda p: p.write_bytes(b"not HDF5 at all"), "is not a readable HDF5 file"),
+        (
+            lambda p: layout(
+                p,
+                "a.jpg",
+                keypoints=np.ones((5, 2)),
+                descriptors=np.ones((64, 5)),
+                scores=np.ones(4),
+            ),
+            r"'scores' that are not one real number per keypoint \(shape \(4,\) "
+            r"for 5 keypoints\)",
+        ),
     ],
     ids=[
         "not transposed",
@@ -400,6 +417,7 @@ def layout(path, name, **datasets):
         "no features",
         "outside a group",
         "not HDF5",
+        "scores not per keypoint",
     ],
 )
 def test_wrongly_laid_out_files_are_refused_in_one_line(tmp_path, make, message):

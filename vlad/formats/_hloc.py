@@ -9,8 +9,9 @@ relative path such as ``db/0001.jpg`` is a group ``0001.jpg`` inside a group
 - local features (``extract_features.py``: SuperPoint, DISK, ALIKED...):
   datasets ``keypoints`` of shape (N, 2) (x, y in pixels of the original
   image, pixel centres at integers), ``descriptors`` of shape (D, N), one
-  *column* per keypoint, and others vlad does not read (``scores``,
-  ``image_size``); float32, or float16 when written ``as_half``;
+  *column* per keypoint, ``scores`` of shape (N,) (each keypoint's
+  detection score: vlad verifies with the strongest), and others vlad does
+  not read (``image_size``); float32, or float16 when written ``as_half``;
 - global features (NetVLAD, ...): a dataset ``global_descriptor`` of shape
   (D,) per image, which ``pairs_from_retrieval.py`` compares by inner
   product.
@@ -56,6 +57,8 @@ HDF5_SUFFIXES = (".h5", ".hdf5")
 HLOC_EXTRACTOR = "hloc"
 #: The dataset of each image group that names a local and a global features file.
 LOCAL_DATASET, GLOBAL_DATASET = "descriptors", "global_descriptor"
+#: The dataset of each image group that holds its keypoints' detection scores.
+SCORES_DATASET = "scores"
 #: Images read from the file at once when image after image is asked for.
 CHUNK_IMAGES = 64
 
@@ -166,8 +169,11 @@ class HlocLocalFeatures:
     and :meth:`to_sets` of all of them (in memory). Made by
     :func:`open_local_features`, which checks every image's layout first.
 
-    Keypoints are hloc's x and y; their size and angle, which hloc does not
-    keep, are 0.
+    Keypoints are hloc's x and y, then, in place of the size, each
+    keypoint's detection score where the file keeps ``scores`` (hloc's
+    extractors do), so that spatial verification's ``max_keypoints`` keeps
+    the strongest detections, as it keeps SIFT's largest keypoints; 0
+    without scores. The angle, which hloc does not keep, is 0.
 
     Parameters
     ----------
@@ -287,6 +293,8 @@ class HlocLocalFeatures:
                 # Converted first: NumPy converts float16 faster in order.
                 descriptors[first:last] = block.astype(np.float32, copy=False).T
                 keypoints[first:last, :2] = positions
+                if SCORES_DATASET in file[name]:
+                    keypoints[first:last, 2] = file[f"{name}/{SCORES_DATASET}"][()]
         for array, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
             if not all_finite(array):
                 raise VladError(
@@ -433,5 +441,16 @@ def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
             f"{where} has descriptors of shape {descriptors.shape} for {length} "
             f"keypoints; expected (D, {length}), one column per keypoint"
             + (" (hloc stores them transposed)" if transposed else "")
+        )
+    scores = file.get(f"{name}/{SCORES_DATASET}")
+    if scores is not None and (
+        not isinstance(scores, h5py.Dataset)
+        or scores.dtype.kind not in "fiu"
+        or scores.shape != (length,)
+    ):
+        shape = getattr(scores, "shape", None)
+        raise VladError(
+            f"{where} has {SCORES_DATASET!r} that are not one real number per "
+            f"keypoint (shape {shape} for {length} keypoints)"
         )
     return int(descriptors.shape[0]), int(length), str(descriptors.dtype)
