@@ -4,6 +4,7 @@ per tier and per family, its runner and its page."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -29,9 +30,11 @@ from benchmarks.realviews.run import (
     Prepared,
     Variant,
     index_asmk,
+    prepare,
     run_variant,
     search_asmk,
     search_asmk_expanded,
+    search_index,
     step_average_precision,
     step_map,
     vocabulary_name,
@@ -544,6 +547,41 @@ def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
     assert error.count("\n") == 1 and "'1.jpg' has none" in error
 
 
+def test_hloc_local_features_are_read_as_the_descriptors(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    (tmp_path / "images").mkdir()
+    for name in ("0.jpg", "1.jpg"):
+        (tmp_path / "images" / name).write_bytes(b"")
+    (tmp_path / "ground_truth.json").write_text(
+        json.dumps({"0.jpg": {"relevant": ["1.jpg"], "junk": ["0.jpg"]}})
+    )
+    rng = np.random.default_rng(0)
+    features = {
+        name: (rng.random((5, 2)), rng.random((5, 8))) for name in ("1.jpg", "0.jpg")
+    }
+    with h5py.File(tmp_path / "feats-aliked.h5", "w") as file:
+        for name, (keypoints, descriptors) in features.items():
+            group = file.create_group(name)
+            group["keypoints"] = keypoints.astype(np.float32)
+            group["descriptors"] = descriptors.T.astype(np.float16)  # one column each
+    prepared = prepare(
+        tmp_path, tmp_path / "work", descriptors=tmp_path / "feats-aliked.h5"
+    )
+    sets = prepared.descriptors
+    assert sets.names == ["0.jpg", "1.jpg"]
+    assert sets.metadata["extractor"] == "hloc"
+    assert not (tmp_path / "work").exists()  # nothing extracted
+    for row, name in enumerate(sets.names):
+        keypoints, descriptors = features[name]
+        np.testing.assert_array_equal(
+            sets[row], descriptors.astype(np.float16).astype(np.float32)
+        )
+        np.testing.assert_array_equal(
+            sets.keypoints_of(row)[:, :2], keypoints.astype(np.float32)
+        )
+    assert prepared.queries == ["0.jpg"]
+
+
 def test_runs_merge_into_one_page(prepared):
     first = {
         "command": "run A",
@@ -600,8 +638,13 @@ def test_runs_on_other_descriptors_keep_their_variants_apart(prepared):
     assert f"`k64 ({suffix})`" in render_page(merged)
 
 
-@pytest.mark.parametrize("reverify", [False, True])
-def test_query_expansion_by_verified_images_is_a_plain_loop(prepared, reverify):
+@pytest.mark.parametrize(
+    ("reverify", "verification"),
+    [(False, {}), (True, {}), (True, {"matching": "mutual", "min_inliers": 30})],
+)
+def test_query_expansion_by_verified_images_is_a_plain_loop(
+    prepared, reverify, verification
+):
     # Images 0, 1 and 2 are one scene (moved, scaled and noisy copies), so
     # each verifies the others; the rest are unrelated.
     rng = np.random.default_rng(1)
@@ -613,8 +656,14 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(prepared, reverify):
         keypoints[copy] = keypoints[0] * (1 + 0.1 * copy) + 3
     sets = vlad.DescriptorSets.from_list(arrays, names, keypoints=keypoints)
     scene = Prepared(
-        sets, prepared.ground_truth, prepared.queries, n_jobs=1, asmk_words=8
+        sets,
+        prepared.ground_truth,
+        prepared.queries,
+        n_jobs=1,
+        asmk_words=8,
+        verification=verification,
     )
+    min_inliers = verification.get("min_inliers", MIN_INLIERS)
     index = index_asmk(scene, binary=False)
     # ASMK of 8 words ranks these made-up images poorly: verify them all, or
     # (reverify) half of them and then the second search's next half.
@@ -630,9 +679,10 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(prepared, reverify):
             [names.index(name) for name in first],
             sets,
             depth=depth,
+            **verification,
         )
         verified = [
-            names[r] for r, n in zip(ranking, inliers, strict=True) if n >= MIN_INLIERS
+            names[r] for r, n in zip(ranking, inliers, strict=True) if n >= min_inliers
         ]
         others = [names.index(name) for name in verified if name != query]
         expanded = np.concatenate([sets[row]] + [sets[r] for r in others[:10]])
@@ -644,16 +694,32 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(prepared, reverify):
                 sets[row],
                 [names.index(name) for name in fresh],
                 sets,
+                **verification,
             )
             verified += [
                 names[r]
                 for r, n in zip(ranking, inliers, strict=True)
-                if n >= MIN_INLIERS
+                if n >= min_inliers
             ]
         verified_others += len(verified) - (query in verified)
         expected = verified + [name for name in again if name not in verified]
         assert rankings[query] == expected
     assert verified_others >= 2
+
+
+def test_verification_settings_reach_and_name_the_variants_that_use_them(prepared):
+    settings = {"matching": "mutual", "min_inliers": 8, "max_keypoints": None}
+    changed = dataclasses.replace(prepared, verification=settings)
+    row = run_variant(changed, "spatial-20")
+    assert row["variant"] == "spatial-20-mutual-min8-kpall"
+    assert "verification with matching mutual" in row["description"]
+    indexed = VARIANTS["spatial-20"].setup(changed)
+    expected = search_index(changed, indexed, depth=20, verification=settings)
+    assert search_index(changed, indexed, depth=20) == expected
+    evaluation = evaluate(expected, prepared.ground_truth, ks=(1, 5, 10))
+    assert row["evaluation"]["mean"] == evaluation.to_dict()["mean"]
+    # vlad 0.4's verification keeps its own settings and its name.
+    assert run_variant(changed, "spatial-0.4-20")["variant"] == "spatial-0.4-20"
 
 
 def test_the_asmk_vocabulary_is_fitted_once_then_loaded_from_the_cache(
@@ -752,3 +818,33 @@ def test_the_command_line_fits_the_vocabulary_once_then_loads_it(
         == second["asmk_codebook"]["fit_seconds"]
         == first["preparation_seconds"]["codebook K=16"]
     )
+
+
+def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
+    (tmp_path / "images").mkdir()
+    for name in prepared.descriptors.names:
+        (tmp_path / "images" / name).write_bytes(b"")
+    truth = {name: {"relevant": [], "junk": [name]} for name in prepared.queries}
+    (tmp_path / "ground_truth.json").write_text(json.dumps(truth))
+    prepared.descriptors.save(tmp_path / "descriptors.npz")
+    arguments = [
+        str(tmp_path),
+        *("--descriptors", str(tmp_path / "descriptors.npz"), "--jobs", "1"),
+        *("--variant", "asmk-spatial-20", "--asmk-words", "16", "--asmk-sample", "500"),
+    ]
+    settings = ["--matching", "mutual", "--min-inliers", "9", "--verify-keypoints", "0"]
+    assert run_main([*arguments, *settings, "--json", str(tmp_path / "run.json")]) == 0
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["settings"]["verification"] == {
+        "matching": "mutual",
+        "min_inliers": 9,
+        "max_keypoints": None,
+    }
+    assert [row["variant"] for row in record["variants"]] == [
+        "asmk-16-spatial-20-mutual-min9-kpall"
+    ]
+    # The library's defaults are left out, and the name stays.
+    assert run_main([*arguments, "--json", str(tmp_path / "plain.json")]) == 0
+    plain = json.loads((tmp_path / "plain.json").read_text())
+    assert plain["settings"]["verification"] == {}
+    assert plain["variants"][0]["variant"] == "asmk-16-spatial-20"

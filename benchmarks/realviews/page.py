@@ -124,14 +124,23 @@ def _counts(record: dict) -> str:
 
 def descriptor_changes(base: dict, other: dict) -> str:
     """The descriptor options where ``other`` differs from ``base``, as
-    ``"affine_tilts 2, max_keypoints 4000"`` (empty where none does).
+    ``"affine_tilts 2, max_keypoints 4000"`` (empty where none does), or,
+    descriptors of another extractor, that extractor and the file they were
+    read from (hloc's local features: ``"hloc aliked.h5"``).
 
     Examples
     --------
     >>> descriptor_changes({"max_side": 1024, "affine_tilts": 0},
     ...                    {"max_side": 1024, "affine_tilts": 2})
     'affine_tilts 2'
+    >>> descriptor_changes({"extractor": "opencv-sift", "max_side": 1024},
+    ...                    {"extractor": "hloc", "file": "aliked.h5"})
+    'hloc aliked.h5'
     """
+    if other.get("extractor") != base.get("extractor"):
+        return " ".join(
+            str(other[key]) for key in ("extractor", "file") if other.get(key)
+        )
     keys = sorted(set(base) | set(other))
     return ", ".join(
         f"{key} {other.get(key)}" for key in keys if base.get(key) != other.get(key)

@@ -5,14 +5,16 @@
     python -m benchmarks.realviews.run DATASET [--work DIR] [--descriptors PATH]
         [--variant NAME ...] [--jobs N] [--json PATH]
         [--asmk-words N] [--asmk-sample N] [--asmk-multiple-assignment N]
-        [--codebook-cache DIR]
+        [--codebook-cache DIR] [--matching M] [--min-inliers N]
+        [--verify-keypoints N]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.realviews.build`. Every
 image of ``DATASET/images`` is in the database, and every scene image is also
 a query (leave-one-out: the ground truth makes it junk in its own ranking).
 Descriptors are extracted once, with vlad's defaults, into ``--work``
-(default ``DATASET/work``) and reused; ``--descriptors`` reuses a ``vlad
-extract`` file of the same images instead.
+(default ``DATASET/work``) and reused; ``--descriptors`` reads those of the
+same images from a file instead: a ``vlad extract`` file, or hloc's local
+features (an ``.h5``, learned features such as ALIKED or SuperPoint).
 
 A variant is an entry of :data:`VARIANTS`: a :class:`Variant` whose ``setup``
 builds what its search needs from the :class:`Prepared` data (codebook,
@@ -23,8 +25,11 @@ shared by the variants that use the same K and encoding; the ASMK variants'
 vocabulary (``--asmk-words``, fitted on ``--asmk-sample`` descriptors) can be
 kept in ``--codebook-cache`` and loaded by later runs; their searches
 assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
-words. Each variant's
-rankings (the whole database, best first) are scored by
+words. The variants that verify as ``vlad search --rerank spatial`` does
+take its ``--matching``, ``--min-inliers`` and ``--verify-keypoints`` (their
+names then carry the settings that differ from the library's defaults, e.g.
+``asmk-spatial-50-mutual-min20``); vlad 0.4's verification keeps its own. Each
+variant's rankings (the whole database, best first) are scored by
 :func:`vlad.evaluation.evaluate`: mAP (revisitop's), Recall@1, @5 and @10,
 overall and per tag (tier and family), and the step-wise mAP beside it.
 
@@ -59,10 +64,11 @@ from benchmarks.report import machine_info
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.core._files import atomic_write
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
+from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.search import QueryExpansion, VectorIndex, build_index
 from vlad.search._asmk import ASMKIndex, build_asmk_index
 from vlad.search._reranking import rerank_spatially
-from vlad.search._spatial import MIN_INLIERS, spatial_rerank
+from vlad.search._spatial import MAX_KEYPOINTS, MIN_INLIERS, spatial_rerank
 
 __all__ = [
     "KS",
@@ -125,6 +131,11 @@ class Prepared:
     codebook_cache : Path or None
         A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
         fitted and saved there once, loaded afterwards.
+    verification : dict
+        Settings of :func:`vlad.search.spatial_rerank` (``matching``,
+        ``min_inliers``, ``max_keypoints``) for the variants that verify as
+        ``vlad search --rerank spatial`` does; empty for the library's
+        defaults. vlad 0.4's verification (``spatial-0.4-N``) keeps its own.
     asmk_codebook_record : dict
         How the ASMK vocabulary came (``path``, ``fitted``) and its fit's wall
         and CPU seconds (``fit_seconds``, ``fit_cpu_seconds``, those of the
@@ -140,6 +151,7 @@ class Prepared:
     asmk_sample: int = SAMPLE
     asmk_multiple_assignment: int | None = None
     codebook_cache: Path | None = None
+    verification: dict = field(default_factory=dict)
     asmk_codebook_record: dict = field(default_factory=dict)
     _codebooks: dict = field(default_factory=dict, repr=False)
     _vectors: dict = field(default_factory=dict, repr=False)
@@ -246,6 +258,11 @@ class Prepared:
             self.seconds[label] = time.perf_counter() - start
         return self._vectors[key]
 
+    @property
+    def min_inliers(self) -> int:
+        """Inliers that verify an image in the variants' verification."""
+        return self.verification.get("min_inliers", MIN_INLIERS)
+
     def query_rows(self) -> np.ndarray:
         """Rows of :attr:`descriptors` of the queries, in :attr:`queries`' order."""
         rows = {name: row for row, name in enumerate(self.descriptors.names)}
@@ -311,6 +328,34 @@ def vocabulary_name(
     return name.replace("asmk", prefix, 1)
 
 
+def verification_name(name: str, verification: Mapping[str, Any]) -> str:
+    """``name`` of a variant that verifies as ``vlad search`` does, run with
+    ``verification``'s settings instead of the library's defaults: itself
+    followed by those that differ (``-mutual``, ``-min20``, ``-kp2048``,
+    ``-kpall``). Other variants keep their names.
+
+    Examples
+    --------
+    >>> mutual = {"matching": "mutual", "min_inliers": 20}
+    >>> verification_name("asmk-spatial-50-qe", mutual)
+    'asmk-spatial-50-qe-mutual-min20'
+    >>> verification_name("spatial-0.4-20", {"matching": "mutual"})
+    'spatial-0.4-20'
+    >>> verification_name("spatial-20", {"max_keypoints": None})
+    'spatial-20-kpall'
+    """
+    if "spatial-" not in name or "spatial-0.4" in name:
+        return name
+    if verification.get("matching", "mutual+ratio") != "mutual+ratio":
+        name += f"-{verification['matching']}"
+    if verification.get("min_inliers", MIN_INLIERS) != MIN_INLIERS:
+        name += f"-min{verification['min_inliers']}"
+    if verification.get("max_keypoints", MAX_KEYPOINTS) != MAX_KEYPOINTS:
+        keypoints = verification["max_keypoints"]
+        name += f"-kp{'all' if keypoints is None else keypoints}"
+    return name
+
+
 @dataclass
 class Indexed:
     """An index of the database's vectors and the queries' vectors."""
@@ -343,7 +388,7 @@ def search_index(
     """The whole database ranked for every query, as ``vlad search`` does:
     optionally query expansion, then spatial verification of the first
     ``depth`` (the query itself, first, among them) with ``verification``'s
-    settings (default: the library's)."""
+    settings (default: :attr:`Prepared.verification`)."""
     results = indexed.index.search(
         indexed.query_vectors,
         indexed.index.n_images,
@@ -362,7 +407,7 @@ def _verified(prepared: Prepared, results, depth, verification) -> dict:
             prepared.descriptors,
             depth=depth,
             n_jobs=prepared.n_jobs,
-            **(verification or {}),
+            **(prepared.verification if verification is None else verification),
         )
     return results.rankings()
 
@@ -407,7 +452,7 @@ def search_asmk_expanded(
     """ASMK, spatial verification of the top ``depth``, then query expansion
     by the verified images (Chum et al. 2007, on ASMK's words as Tolias et
     al. 2013): the query's descriptors and those of its first ``expanded``
-    verified images (:data:`MIN_INLIERS` or more) search the index again, as
+    verified images (:attr:`Prepared.min_inliers` or more) search the index again, as
     one query. The verified images keep their places first; the second
     search ranks all the others. With ``reverify``, the second search's first
     ``depth`` images not verified yet are verified too, and those verified
@@ -423,13 +468,20 @@ def search_asmk_expanded(
         query_names=prepared.queries,
         multiple_assignment=prepared.asmk_multiple_assignment,
     )
-    results = rerank_spatially(results, sets, sets, depth=depth, n_jobs=prepared.n_jobs)
+    results = rerank_spatially(
+        results,
+        sets,
+        sets,
+        depth=depth,
+        n_jobs=prepared.n_jobs,
+        **prepared.verification,
+    )
     image_rows = {name: row for row, name in enumerate(sets.names)}
     verified = {
         result.query: [
             name
             for name, inliers in zip(result.names, result.inliers, strict=True)
-            if inliers >= MIN_INLIERS
+            if inliers >= prepared.min_inliers
         ]
         for result in results.queries
     }
@@ -465,9 +517,11 @@ def search_asmk_expanded(
                 np.array([image_rows[name] for name in fresh[:depth]], dtype=np.int64),
                 sets,
                 n_jobs=prepared.n_jobs,
+                **prepared.verification,
             )
             first = first + [
-                sets.names[int(found)] for found in ranking[inliers >= MIN_INLIERS]
+                sets.names[int(found)]
+                for found in ranking[inliers >= prepared.min_inliers]
             ]
         kept = set(first)
         rankings[result.query] = first + [
@@ -650,6 +704,12 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         )
         if assigned is not None:
             description += f"; multiple assignment {assigned}"
+    verified_name = verification_name(name, prepared.verification)
+    if verified_name != name:
+        name = verified_name
+        description += "; verification with " + ", ".join(
+            f"{key} {value}" for key, value in sorted(prepared.verification.items())
+        )
     return {
         "variant": name,
         "description": description,
@@ -692,7 +752,7 @@ def prepare(
     seconds = {}
     start = time.perf_counter()
     if descriptors is not None:
-        sets = vlad.DescriptorSets.load(descriptors)
+        sets = read_descriptor_file(descriptors)
     elif cache.exists():
         sets = vlad.DescriptorSets.load(cache)
     else:
@@ -740,6 +800,23 @@ def _dataset_record(dataset: Path) -> dict | None:
     return {key: record.get(key) for key in ("format_version", "manifest", "counts")}
 
 
+def verification_settings(arguments: argparse.Namespace) -> dict:
+    """The :attr:`Prepared.verification` of the command line's options: those
+    that differ from the library's defaults."""
+    keypoints = arguments.verify_keypoints or None
+    settings = {
+        "matching": arguments.matching,
+        "min_inliers": arguments.min_inliers,
+        "max_keypoints": keypoints,
+    }
+    defaults = {
+        "matching": "mutual+ratio",
+        "min_inliers": MIN_INLIERS,
+        "max_keypoints": MAX_KEYPOINTS,
+    }
+    return {key: value for key, value in settings.items() if value != defaults[key]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -752,7 +829,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--descriptors", type=Path, metavar="PATH",
-        help="a vlad extract file of DATASET/images to use instead",
+        help="a vlad extract file, or hloc's local features (.h5), of "
+        "DATASET/images to use instead",
     )  # fmt: skip
     parser.add_argument(
         "--variant", action="extend", nargs="+", choices=list(VARIANTS),
@@ -777,6 +855,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--codebook-cache", type=Path, metavar="DIR",
         help="keep the ASMK vocabulary in DIR/asmk-N.npz: fitted once, then loaded",
     )  # fmt: skip
+    parser.add_argument(
+        "--matching", choices=["mutual+ratio", "mutual"], default="mutual+ratio",
+        help="how the verifying variants pair descriptors, as vlad search "
+        "--matching (default: mutual+ratio; mutual for learned features, whose "
+        "nearest neighbours rarely pass the ratio test)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-inliers", type=int, default=MIN_INLIERS, metavar="N",
+        help=f"inliers that verify an image (default: {MIN_INLIERS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--verify-keypoints", type=int, default=MAX_KEYPOINTS, metavar="N",
+        help=f"each image's strongest keypoints matched; 0 for all (default: "
+        f"{MAX_KEYPOINTS})",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, metavar="PATH")
     arguments = parser.parse_args(argv)
     names = arguments.variant or list(VARIANTS)
@@ -791,6 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepared.asmk_sample = arguments.asmk_sample
         prepared.asmk_multiple_assignment = arguments.asmk_multiple_assignment
         prepared.codebook_cache = arguments.codebook_cache
+        prepared.verification = verification_settings(arguments)
         if any(VARIANTS[name].vocabulary for name in names):
             prepared.asmk_codebook()
     except (ValueError, FileNotFoundError) as error:
@@ -821,6 +915,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "asmk_sample": arguments.asmk_sample,
             "asmk_multiple_assignment": arguments.asmk_multiple_assignment,
             "codebook_cache": arguments.codebook_cache,
+            "verification": prepared.verification,
         },
         "preparation_seconds": prepared.seconds,
         "asmk_codebook": prepared.asmk_codebook_record,
