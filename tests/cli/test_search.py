@@ -165,9 +165,10 @@ def test_query_expansion_equals_the_library_s(built, tmp_path):
         ([], {}),
         (
             ["--matching", "ratio", "--geometry", "affine", "--min-inliers", "5"]
-            + ["--verify-keypoints", "0"],
+            + ["--verify-keypoints", "0", "--ratio", "0.7"],
             {
                 "matching": "ratio",
+                "ratio": 0.7,
                 "model": "affine",
                 "min_inliers": 5,
                 "max_keypoints": None,

@@ -315,11 +315,12 @@ def descriptor_options(
 
 
 def verification_options(command: Callable) -> Callable:
-    """``--matching``, ``--geometry``, ``--inlier-threshold`` and
+    """``--matching``, ``--ratio``, ``--geometry``, ``--inlier-threshold`` and
     ``--verify-keypoints``: how spatial verification pairs descriptors and
     which model it fits, gathered into one ``verification`` keyword (a dict of
-    :func:`vlad.search.inlier_matches`'s ``matching``, ``model``,
+    :func:`vlad.search.inlier_matches`'s ``matching``, ``ratio``, ``model``,
     ``reprojection_threshold`` and ``max_keypoints``)."""
+    from vlad.search._matching import LOWE_RATIO
     from vlad.search._spatial import (
         EPIPOLAR_THRESHOLD,
         GEOMETRIC_MODELS,
@@ -331,7 +332,7 @@ def verification_options(command: Callable) -> Callable:
 
     return option_group(
         "verification",
-        ("matching", "model", "reprojection_threshold", "verify_keypoints"),
+        ("matching", "ratio", "model", "reprojection_threshold", "verify_keypoints"),
         [
             click.option(
                 "--matching",
@@ -341,6 +342,15 @@ def verification_options(command: Callable) -> Callable:
                 help="How descriptors are paired: mutual nearest neighbours, "
                 "those that also pass Lowe's ratio test, or the ratio test "
                 "alone (vlad 0.4).",
+            ),
+            click.option(
+                "--ratio",
+                type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+                default=LOWE_RATIO,
+                show_default=True,
+                help="Lowe's ratio test of --matching ratio and mutual+ratio: "
+                "lower keeps fewer, more distinctive matches. Learned "
+                "descriptors need a higher one (ALIKED's from hloc: 0.95).",
             ),
             click.option(
                 "--geometry",

@@ -16,7 +16,6 @@ from vlad.cli._options import (
 )
 from vlad.cli._reporting import check_outputs, count, library_errors
 from vlad.pages._matches import MATCHES_SUFFIXES, write_matches_picture
-from vlad.search._spatial import LOWE_RATIO
 
 __all__ = ["show_matches"]
 
@@ -46,14 +45,6 @@ def _check_suffix(ctx, param, value: Path) -> Path:
 )
 @verification_options
 @click.option(
-    "--ratio",
-    type=click.FloatRange(min=0.0, max=1.0, min_open=True),
-    default=LOWE_RATIO,
-    show_default=True,
-    help="Lowe's ratio test of --matching ratio and mutual+ratio: lower keeps "
-    "fewer, more distinctive matches.",
-)
-@click.option(
     "--height",
     type=click.IntRange(min=1),
     default=600,
@@ -68,7 +59,6 @@ def show_matches(
     image: Path,
     output: Path,
     verification: dict,
-    ratio: float,
     height: int,
     descriptor_options: dict,
     overwrite: bool,
@@ -92,7 +82,6 @@ def show_matches(
             image,
             output,
             descriptor_options=descriptor_options,
-            ratio=ratio,
             max_height=height,
             **verification,
         )

@@ -103,7 +103,7 @@ def search_index(
     min_inliers : int, default=MIN_INLIERS
         Inliers that verify a result.
     verification : mapping, optional
-        ``matching``, ``model``, ``reprojection_threshold`` and
+        ``matching``, ``ratio``, ``model``, ``reprojection_threshold`` and
         ``max_keypoints`` of :func:`vlad.search.rerank_spatially`.
     database_descriptors : path-like, optional
         The index images' descriptors with keypoints (``vlad extract``'s file
