@@ -833,15 +833,17 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
         *("--variant", "asmk-spatial-20", "--asmk-words", "16", "--asmk-sample", "500"),
     ]
     settings = ["--matching", "mutual", "--min-inliers", "9", "--verify-keypoints", "0"]
+    settings += ["--ratio", "0.9"]
     assert run_main([*arguments, *settings, "--json", str(tmp_path / "run.json")]) == 0
     record = json.loads((tmp_path / "run.json").read_text())
     assert record["settings"]["verification"] == {
         "matching": "mutual",
+        "ratio": 0.9,
         "min_inliers": 9,
         "max_keypoints": None,
     }
     assert [row["variant"] for row in record["variants"]] == [
-        "asmk-16-spatial-20-mutual-min9-kpall"
+        "asmk-16-spatial-20-mutual-ratio0.9-min9-kpall"
     ]
     # The library's defaults are left out, and the name stays.
     assert run_main([*arguments, "--json", str(tmp_path / "plain.json")]) == 0

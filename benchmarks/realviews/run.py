@@ -5,7 +5,7 @@
     python -m benchmarks.realviews.run DATASET [--work DIR] [--descriptors PATH]
         [--variant NAME ...] [--jobs N] [--json PATH]
         [--asmk-words N] [--asmk-sample N] [--asmk-multiple-assignment N]
-        [--codebook-cache DIR] [--matching M] [--min-inliers N]
+        [--codebook-cache DIR] [--matching M] [--ratio R] [--min-inliers N]
         [--verify-keypoints N]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.realviews.build`. Every
@@ -26,7 +26,8 @@ vocabulary (``--asmk-words``, fitted on ``--asmk-sample`` descriptors) can be
 kept in ``--codebook-cache`` and loaded by later runs; their searches
 assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
 words. The variants that verify as ``vlad search --rerank spatial`` does
-take its ``--matching``, ``--min-inliers`` and ``--verify-keypoints`` (their
+take its ``--matching``, ``--ratio``, ``--min-inliers`` and
+``--verify-keypoints`` (their
 names then carry the settings that differ from the library's defaults, e.g.
 ``asmk-spatial-50-mutual-min20``); vlad 0.4's verification keeps its own. Each
 variant's rankings (the whole database, best first) are scored by
@@ -67,6 +68,7 @@ from vlad.evaluation import Evaluation, evaluate, load_ground_truth
 from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.search import QueryExpansion, VectorIndex, build_index
 from vlad.search._asmk import ASMKIndex, build_asmk_index
+from vlad.search._matching import LOWE_RATIO
 from vlad.search._reranking import rerank_spatially
 from vlad.search._spatial import MAX_KEYPOINTS, MIN_INLIERS, spatial_rerank
 
@@ -331,8 +333,8 @@ def vocabulary_name(
 def verification_name(name: str, verification: Mapping[str, Any]) -> str:
     """``name`` of a variant that verifies as ``vlad search`` does, run with
     ``verification``'s settings instead of the library's defaults: itself
-    followed by those that differ (``-mutual``, ``-min20``, ``-kp2048``,
-    ``-kpall``). Other variants keep their names.
+    followed by those that differ (``-mutual``, ``-ratio0.95``, ``-min20``,
+    ``-kp2048``, ``-kpall``). Other variants keep their names.
 
     Examples
     --------
@@ -341,13 +343,15 @@ def verification_name(name: str, verification: Mapping[str, Any]) -> str:
     'asmk-spatial-50-qe-mutual-min20'
     >>> verification_name("spatial-0.4-20", {"matching": "mutual"})
     'spatial-0.4-20'
-    >>> verification_name("spatial-20", {"max_keypoints": None})
-    'spatial-20-kpall'
+    >>> verification_name("spatial-20", {"max_keypoints": None, "ratio": 0.95})
+    'spatial-20-ratio0.95-kpall'
     """
     if "spatial-" not in name or "spatial-0.4" in name:
         return name
     if verification.get("matching", "mutual+ratio") != "mutual+ratio":
         name += f"-{verification['matching']}"
+    if verification.get("ratio", LOWE_RATIO) != LOWE_RATIO:
+        name += f"-ratio{verification['ratio']:g}"
     if verification.get("min_inliers", MIN_INLIERS) != MIN_INLIERS:
         name += f"-min{verification['min_inliers']}"
     if verification.get("max_keypoints", MAX_KEYPOINTS) != MAX_KEYPOINTS:
@@ -806,11 +810,13 @@ def verification_settings(arguments: argparse.Namespace) -> dict:
     keypoints = arguments.verify_keypoints or None
     settings = {
         "matching": arguments.matching,
+        "ratio": arguments.ratio,
         "min_inliers": arguments.min_inliers,
         "max_keypoints": keypoints,
     }
     defaults = {
         "matching": "mutual+ratio",
+        "ratio": LOWE_RATIO,
         "min_inliers": MIN_INLIERS,
         "max_keypoints": MAX_KEYPOINTS,
     }
@@ -858,8 +864,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--matching", choices=["mutual+ratio", "mutual"], default="mutual+ratio",
         help="how the verifying variants pair descriptors, as vlad search "
-        "--matching (default: mutual+ratio; mutual for learned features, whose "
-        "nearest neighbours rarely pass the ratio test)",
+        "--matching (default: mutual+ratio)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ratio", type=float, default=LOWE_RATIO, metavar="R",
+        help=f"Lowe's ratio of --matching mutual+ratio (default: {LOWE_RATIO}; "
+        "0.95 for ALIKED)",
     )  # fmt: skip
     parser.add_argument(
         "--min-inliers", type=int, default=MIN_INLIERS, metavar="N",
