@@ -246,7 +246,9 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         "Descriptors, as their file records them: "
         + ", ".join(f"{key} {value}" for key, value in sorted(descriptors.items()))
         + " (a variant named with descriptor options in parentheses used "
-        "descriptors made with those options instead)"
+        "descriptors made with those options instead, and one named `(hloc "
+        "FILE)` hloc's local features read from FILE: see [learned features on "
+        "real views](hloc.md#learned-features-on-real-views))"
         + ". Each codebook is fitted on the descriptors of every image (a "
         "sample of 100,000, seed 0, as `vlad fit` on the folder, unless the "
         "variant says otherwise), and every query ranks the whole database.\n",
