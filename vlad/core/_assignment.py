@@ -33,7 +33,9 @@ def assign(
     Distances are expanded as ``|c|^2 - 2 x.c`` (``|x|^2`` is the same for all
     centres and cannot change the argmin) and computed a chunk of rows at a time,
     so memory stays bounded whatever the number of descriptors. Ties go to the
-    lowest index. The arithmetic runs in the descriptors' dtype.
+    lowest index; the distances to two equal centres may differ in their last
+    bit, as BLAS rounds, so either can win. The arithmetic runs in the
+    descriptors' dtype.
 
     Parameters
     ----------
