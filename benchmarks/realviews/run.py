@@ -27,12 +27,12 @@ kept in ``--codebook-cache`` and loaded by later runs; their searches
 assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
 words. The variants that verify as ``vlad search --rerank spatial`` does
 take its ``--matching``, ``--ratio``, ``--min-inliers`` and
-``--verify-keypoints`` (their
-names then carry the settings that differ from the library's defaults, e.g.
-``asmk-spatial-50-mutual-min20``); vlad 0.4's verification keeps its own. Each
-variant's rankings (the whole database, best first) are scored by
-:func:`vlad.evaluation.evaluate`: mAP (revisitop's), Recall@1, @5 and @10,
-overall and per tag (tier and family), and the step-wise mAP beside it.
+``--verify-keypoints`` (their names then carry the settings that differ from
+the library's defaults, e.g. ``asmk-spatial-50-ratio0.95-min20``); vlad 0.4's
+verification keeps its own. Each variant's rankings (the whole database, best
+first) are scored by :func:`vlad.evaluation.evaluate`: mAP (revisitop's),
+Recall@1, @5 and @10, overall and per tag (tier and family), and the
+step-wise mAP beside it.
 
 A new method plugs in as one more entry::
 
@@ -106,6 +106,16 @@ SPATIAL_04 = {
 }
 
 
+#: The library's verification settings, which :attr:`Prepared.verification`
+#: changes (``vlad search --rerank spatial``'s defaults).
+LIBRARY_VERIFICATION = {
+    "matching": "mutual+ratio",
+    "ratio": LOWE_RATIO,
+    "min_inliers": MIN_INLIERS,
+    "max_keypoints": MAX_KEYPOINTS,
+}
+
+
 @dataclass
 class Prepared:
     """The descriptors and ground truth of one benchmark folder, and the
@@ -135,8 +145,8 @@ class Prepared:
         fitted and saved there once, loaded afterwards.
     verification : dict
         Settings of :func:`vlad.search.spatial_rerank` (``matching``,
-        ``min_inliers``, ``max_keypoints``) for the variants that verify as
-        ``vlad search --rerank spatial`` does; empty for the library's
+        ``ratio``, ``min_inliers``, ``max_keypoints``) for the variants that
+        verify as ``vlad search --rerank spatial`` does; empty for the library's
         defaults. vlad 0.4's verification (``spatial-0.4-N``) keeps its own.
     asmk_codebook_record : dict
         How the ASMK vocabulary came (``path``, ``fitted``) and its fit's wall
@@ -348,14 +358,19 @@ def verification_name(name: str, verification: Mapping[str, Any]) -> str:
     """
     if "spatial-" not in name or "spatial-0.4" in name:
         return name
-    if verification.get("matching", "mutual+ratio") != "mutual+ratio":
-        name += f"-{verification['matching']}"
-    if verification.get("ratio", LOWE_RATIO) != LOWE_RATIO:
-        name += f"-ratio{verification['ratio']:g}"
-    if verification.get("min_inliers", MIN_INLIERS) != MIN_INLIERS:
-        name += f"-min{verification['min_inliers']}"
-    if verification.get("max_keypoints", MAX_KEYPOINTS) != MAX_KEYPOINTS:
-        keypoints = verification["max_keypoints"]
+    changed = {
+        key: value
+        for key, value in verification.items()
+        if value != LIBRARY_VERIFICATION[key]
+    }
+    if "matching" in changed:
+        name += f"-{changed['matching']}"
+    if "ratio" in changed:
+        name += f"-ratio{changed['ratio']:g}"
+    if "min_inliers" in changed:
+        name += f"-min{changed['min_inliers']}"
+    if "max_keypoints" in changed:
+        keypoints = changed["max_keypoints"]
         name += f"-kp{'all' if keypoints is None else keypoints}"
     return name
 
@@ -456,8 +471,8 @@ def search_asmk_expanded(
     """ASMK, spatial verification of the top ``depth``, then query expansion
     by the verified images (Chum et al. 2007, on ASMK's words as Tolias et
     al. 2013): the query's descriptors and those of its first ``expanded``
-    verified images (:attr:`Prepared.min_inliers` or more) search the index again, as
-    one query. The verified images keep their places first; the second
+    verified images (:attr:`Prepared.min_inliers` or more) search the index
+    again, as one query. The verified images keep their places first; the second
     search ranks all the others. With ``reverify``, the second search's first
     ``depth`` images not verified yet are verified too, and those verified
     follow the first ones, most inliers first."""
@@ -807,20 +822,17 @@ def _dataset_record(dataset: Path) -> dict | None:
 def verification_settings(arguments: argparse.Namespace) -> dict:
     """The :attr:`Prepared.verification` of the command line's options: those
     that differ from the library's defaults."""
-    keypoints = arguments.verify_keypoints or None
     settings = {
         "matching": arguments.matching,
         "ratio": arguments.ratio,
         "min_inliers": arguments.min_inliers,
-        "max_keypoints": keypoints,
+        "max_keypoints": arguments.verify_keypoints or None,
     }
-    defaults = {
-        "matching": "mutual+ratio",
-        "ratio": LOWE_RATIO,
-        "min_inliers": MIN_INLIERS,
-        "max_keypoints": MAX_KEYPOINTS,
+    return {
+        key: value
+        for key, value in settings.items()
+        if value != LIBRARY_VERIFICATION[key]
     }
-    return {key: value for key, value in settings.items() if value != defaults[key]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
