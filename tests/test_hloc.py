@@ -403,8 +403,27 @@ def layout(path, name, **datasets):
                 descriptors=np.ones((64, 5)),
                 scores=np.ones(4),
             ),
-            r"'scores' that are not one real number per keypoint \(shape \(4,\) "
-            r"for 5 keypoints\)",
+            r"scores of shape \(4,\) for 5 keypoints; expected \(5,\), one per "
+            r"keypoint",
+        ),
+        (
+            lambda p: layout(
+                p,
+                "a.jpg",
+                keypoints=np.ones((5, 2)),
+                descriptors=np.ones((64, 5)),
+                scores=np.ones(5, dtype=bool),
+            ),
+            "'a.jpg' has scores of dtype bool; expected real numbers",
+        ),
+        (
+            lambda p: (
+                layout(
+                    p, "a.jpg", keypoints=np.ones((5, 2)), descriptors=np.ones((64, 5))
+                ),
+                h5py.File(p, "a").create_group("a.jpg/scores"),
+            ),
+            "'a.jpg' has a group named 'scores', not a dataset",
         ),
     ],
     ids=[
@@ -418,6 +437,8 @@ def layout(path, name, **datasets):
         "outside a group",
         "not HDF5",
         "scores not per keypoint",
+        "scores not numbers",
+        "scores a group",
     ],
 )
 def test_wrongly_laid_out_files_are_refused_in_one_line(tmp_path, make, message):
@@ -554,12 +575,18 @@ def test_info_describes_both_kinds_of_file(features, tmp_path):
     assert summary["n_zero_rows"] == 1 and summary["inputs"] == ["x"]
 
 
-def test_nan_descriptors_are_refused_in_one_line(tmp_path):
+@pytest.mark.parametrize(
+    ("dataset", "index", "what"),
+    [("descriptors", (3, 2), "descriptors"), ("scores", 1, "scores")],
+)
+def test_nan_descriptors_or_scores_are_refused_in_one_line(
+    tmp_path, dataset, index, what
+):
     path = tmp_path / "feats.h5"
     pred = predictions(np.random.default_rng(0), 4)
-    pred["descriptors"][3, 2] = np.nan
+    pred[dataset][index] = np.nan
     hloc_write_local(path, "a.jpg", pred)
-    with pytest.raises(ValueError, match="NaN or infinite descriptors") as raised:
+    with pytest.raises(ValueError, match=f"NaN or infinite {what} ") as raised:
         read_descriptor_file(path)
     assert "\n" not in str(raised.value)
 

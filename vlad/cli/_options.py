@@ -350,7 +350,8 @@ def verification_options(command: Callable) -> Callable:
                 show_default=True,
                 help="Lowe's ratio test of --matching ratio and mutual+ratio: "
                 "lower keeps fewer, more distinctive matches. Learned "
-                "descriptors need a higher one (ALIKED's from hloc: 0.95).",
+                "descriptors read from hloc's files need a higher one "
+                "(ALIKED's: 0.95).",
             ),
             click.option(
                 "--geometry",
@@ -378,8 +379,8 @@ def verification_options(command: Callable) -> Callable:
                 default=MAX_KEYPOINTS,
                 show_default=True,
                 callback=lambda ctx, param, value: value or None,
-                help="Match only each image's this many largest keypoints; 0 "
-                "for all (vlad 0.4).",
+                help="Match only each image's this many largest keypoints "
+                "(hloc's: highest scores); 0 for all (vlad 0.4).",
             ),
         ],
     )(_verify_keypoints_as_max_keypoints(command))

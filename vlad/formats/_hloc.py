@@ -231,7 +231,8 @@ class HlocLocalFeatures:
 
     def keypoints_of(self, index: int) -> np.ndarray:
         """Keypoint positions of image ``index``, an ``(N_t, 4)`` array of x,
-        y, size (0) and angle (0).
+        y, size (the detection score where the file keeps ``scores``, else 0)
+        and angle (0).
 
         Parameters
         ----------
@@ -294,8 +295,19 @@ class HlocLocalFeatures:
                 descriptors[first:last] = block.astype(np.float32, copy=False).T
                 keypoints[first:last, :2] = positions
                 if SCORES_DATASET in file[name]:
-                    keypoints[first:last, 2] = file[f"{name}/{SCORES_DATASET}"][()]
-        for array, what in ((descriptors, "descriptors"), (keypoints, "keypoints")):
+                    scores = file[f"{name}/{SCORES_DATASET}"][()]
+                    if scores.shape != (length,):
+                        raise VladError(
+                            f"{self.path} changed while it was read: the scores of "
+                            f"{name!r} are not those it held when opened"
+                        )
+                    keypoints[first:last, 2] = scores
+        checked = (
+            (descriptors, "descriptors"),
+            (keypoints[:, :2], "keypoints"),
+            (keypoints[:, 2], "scores"),
+        )
+        for array, what in checked:
             if not all_finite(array):
                 raise VladError(
                     f"{self.path} holds NaN or infinite {what} (images {start} to "
@@ -349,8 +361,8 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
     ValueError
         A file HDF5 cannot read (truncated, not HDF5), hloc's global features,
         or features not laid out as hloc's: descriptors not transposed,
-        missing keypoints, descriptors of several dimensions (one line, naming
-        the image).
+        missing keypoints, descriptors of several dimensions, ``scores`` that
+        are not one real number per keypoint (one line, naming the image).
     ImportError
         h5py is not installed.
 
@@ -443,14 +455,19 @@ def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
             + (" (hloc stores them transposed)" if transposed else "")
         )
     scores = file.get(f"{name}/{SCORES_DATASET}")
-    if scores is not None and (
-        not isinstance(scores, h5py.Dataset)
-        or scores.dtype.kind not in "fiu"
-        or scores.shape != (length,)
-    ):
-        shape = getattr(scores, "shape", None)
-        raise VladError(
-            f"{where} has {SCORES_DATASET!r} that are not one real number per "
-            f"keypoint (shape {shape} for {length} keypoints)"
-        )
+    if scores is not None:
+        if not isinstance(scores, h5py.Dataset):
+            raise VladError(
+                f"{where} has a group named {SCORES_DATASET!r}, not a dataset of "
+                "one score per keypoint"
+            )
+        if scores.dtype.kind not in "fiu":
+            raise VladError(
+                f"{where} has scores of dtype {scores.dtype}; expected real numbers"
+            )
+        if scores.shape != (length,):
+            raise VladError(
+                f"{where} has scores of shape {scores.shape} for {length} "
+                f"keypoints; expected ({length},), one per keypoint"
+            )
     return int(descriptors.shape[0]), int(length), str(descriptors.dtype)
