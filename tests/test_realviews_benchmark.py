@@ -4,9 +4,12 @@ per tier and per family, its runner and its page."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
+import inspect
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +29,7 @@ from benchmarks.realviews.build import (
 )
 from benchmarks.realviews.page import merge_records, render_page
 from benchmarks.realviews.run import (
+    LIBRARY_VERIFICATION,
     VARIANTS,
     Prepared,
     Variant,
@@ -37,11 +41,13 @@ from benchmarks.realviews.run import (
     search_index,
     step_average_precision,
     step_map,
+    verification_settings,
     vocabulary_name,
 )
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
 from vlad.evaluation import evaluate
+from vlad.search._reranking import rerank_spatially
 from vlad.search._spatial import MIN_INLIERS, spatial_rerank
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -714,8 +720,16 @@ def test_verification_settings_reach_and_name_the_variants_that_use_them(prepare
     assert row["variant"] == "spatial-20-mutual-min8-kpall"
     assert "verification with matching mutual" in row["description"]
     indexed = VARIANTS["spatial-20"].setup(changed)
-    expected = search_index(changed, indexed, depth=20, verification=settings)
+    # The settings reach the library: its own re-ranking, called with them.
+    results = indexed.index.search(
+        indexed.query_vectors, indexed.index.n_images, query_names=changed.queries
+    )
+    sets = changed.descriptors
+    expected = rerank_spatially(results, sets, sets, depth=20, **settings).rankings()
     assert search_index(changed, indexed, depth=20) == expected
+    assert search_index(prepared, indexed, depth=20) == (
+        rerank_spatially(results, sets, sets, depth=20).rankings()
+    )
     evaluation = evaluate(expected, prepared.ground_truth, ks=(1, 5, 10))
     assert row["evaluation"]["mean"] == evaluation.to_dict()["mean"]
     # vlad 0.4's verification keeps its own settings and its name.
@@ -832,21 +846,59 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
         *("--descriptors", str(tmp_path / "descriptors.npz"), "--jobs", "1"),
         *("--variant", "asmk-spatial-20", "--asmk-words", "16", "--asmk-sample", "500"),
     ]
-    settings = ["--matching", "mutual", "--min-inliers", "9", "--verify-keypoints", "0"]
-    settings += ["--ratio", "0.9"]
+    settings = ["--ratio", "0.9", "--min-inliers", "9", "--verify-keypoints", "0"]
     assert run_main([*arguments, *settings, "--json", str(tmp_path / "run.json")]) == 0
     record = json.loads((tmp_path / "run.json").read_text())
     assert record["settings"]["verification"] == {
-        "matching": "mutual",
         "ratio": 0.9,
         "min_inliers": 9,
         "max_keypoints": None,
     }
     assert [row["variant"] for row in record["variants"]] == [
-        "asmk-16-spatial-20-mutual-ratio0.9-min9-kpall"
+        "asmk-16-spatial-20-ratio0.9-min9-kpall"
     ]
     # The library's defaults are left out, and the name stays.
     assert run_main([*arguments, "--json", str(tmp_path / "plain.json")]) == 0
     plain = json.loads((tmp_path / "plain.json").read_text())
     assert plain["settings"]["verification"] == {}
     assert plain["variants"][0]["variant"] == "asmk-16-spatial-20"
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--ratio", "1.5"], r"ratio must be a number in \(0, 1\]; got 1.5"),
+        (["--min-inliers", "0"], "--min-inliers must be"),
+        (["--verify-keypoints", "5"], "max_keypoints must be None or an integer >= 8"),
+    ],
+)
+def test_verification_settings_the_library_refuses_stop_the_run_first(
+    prepared, tmp_path, capsys, option, message
+):
+    prepared.descriptors.save(tmp_path / "descriptors.npz")
+    arguments = [
+        str(tmp_path),
+        *("--descriptors", str(tmp_path / "descriptors.npz")),
+        *("--variant", "spatial-20", "--json", str(tmp_path / "run.json")),
+    ]
+    assert run_main([*arguments, *option]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and re.search(message, error)
+    assert not (tmp_path / "run.json").exists()
+
+
+def test_an_unused_ratio_is_left_out_of_the_settings():
+    mutual = argparse.Namespace(
+        matching="mutual", ratio=0.9, min_inliers=12, verify_keypoints=1024
+    )
+    assert verification_settings(mutual) == {"matching": "mutual"}
+    assert verification_settings(
+        argparse.Namespace(**{**vars(mutual), "matching": "mutual+ratio"})
+    ) == {"ratio": 0.9}
+
+
+def test_the_runner_s_library_settings_are_the_library_s_defaults():
+    defaults = inspect.signature(rerank_spatially).parameters
+    assert LIBRARY_VERIFICATION == {
+        key: defaults[key].default for key in LIBRARY_VERIFICATION
+    }

@@ -64,13 +64,15 @@ import vlad
 from benchmarks.report import machine_info
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.core._files import atomic_write
+from vlad.core._validation import check_positive_int
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
 from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.search import QueryExpansion, VectorIndex, build_index
 from vlad.search._asmk import ASMKIndex, build_asmk_index
-from vlad.search._matching import LOWE_RATIO
+from vlad.search._matching import LOWE_RATIO, matcher
 from vlad.search._reranking import rerank_spatially
 from vlad.search._spatial import MAX_KEYPOINTS, MIN_INLIERS, spatial_rerank
+from vlad.search._spatial import _check_max_keypoints as check_max_keypoints
 
 __all__ = [
     "KS",
@@ -821,13 +823,23 @@ def _dataset_record(dataset: Path) -> dict | None:
 
 def verification_settings(arguments: argparse.Namespace) -> dict:
     """The :attr:`Prepared.verification` of the command line's options: those
-    that differ from the library's defaults."""
+    that differ from the library's defaults and take effect (``--matching
+    mutual`` uses no ratio).
+
+    Raises
+    ------
+    ValueError
+        A value the library refuses (one line), before anything runs.
+    """
     settings = {
         "matching": arguments.matching,
         "ratio": arguments.ratio,
-        "min_inliers": arguments.min_inliers,
-        "max_keypoints": arguments.verify_keypoints or None,
+        "min_inliers": check_positive_int(arguments.min_inliers, "--min-inliers"),
+        "max_keypoints": check_max_keypoints(arguments.verify_keypoints or None),
     }
+    matcher(arguments.matching, arguments.ratio)  # checks the ratio
+    if arguments.matching == "mutual":
+        del settings["ratio"]
     return {
         key: value
         for key, value in settings.items()
@@ -896,6 +908,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     names = arguments.variant or list(VARIANTS)
     try:
+        verification = verification_settings(arguments)
         prepared = prepare(
             arguments.dataset,
             arguments.work or arguments.dataset / "work",
@@ -906,7 +919,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepared.asmk_sample = arguments.asmk_sample
         prepared.asmk_multiple_assignment = arguments.asmk_multiple_assignment
         prepared.codebook_cache = arguments.codebook_cache
-        prepared.verification = verification_settings(arguments)
+        prepared.verification = verification
         if any(VARIANTS[name].vocabulary for name in names):
             prepared.asmk_codebook()
     except (ValueError, FileNotFoundError) as error:
