@@ -533,13 +533,18 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
         assert text in page
 
 
-def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
-    (tmp_path / "images").mkdir()
+def two_image_folder(path):
+    """A benchmark folder of two (empty) images, 0.jpg the query of 1.jpg."""
+    (path / "images").mkdir()
     for name in ("0.jpg", "1.jpg"):
-        (tmp_path / "images" / name).write_bytes(b"")
-    (tmp_path / "ground_truth.json").write_text(
+        (path / "images" / name).write_bytes(b"")
+    (path / "ground_truth.json").write_text(
         json.dumps({"0.jpg": {"relevant": ["1.jpg"], "junk": ["0.jpg"]}})
     )
+
+
+def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
+    two_image_folder(tmp_path)
     rng = np.random.default_rng(0)
     sets = vlad.DescriptorSets.from_list(
         [rng.random((3, 8)), rng.random((3, 8))],
@@ -555,12 +560,7 @@ def test_descriptors_of_other_images_are_refused(tmp_path, capsys):
 
 def test_hloc_local_features_are_read_as_the_descriptors(tmp_path):
     h5py = pytest.importorskip("h5py")
-    (tmp_path / "images").mkdir()
-    for name in ("0.jpg", "1.jpg"):
-        (tmp_path / "images" / name).write_bytes(b"")
-    (tmp_path / "ground_truth.json").write_text(
-        json.dumps({"0.jpg": {"relevant": ["1.jpg"], "junk": ["0.jpg"]}})
-    )
+    two_image_folder(tmp_path)
     rng = np.random.default_rng(0)
     features = {
         name: (rng.random((5, 2)), rng.random((5, 8))) for name in ("1.jpg", "0.jpg")
