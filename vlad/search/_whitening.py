@@ -296,7 +296,7 @@ def _exact_axes(
             covariance += centred.T @ centred
         values, axes = np.linalg.eigh(covariance / (n_vectors - 1))
         kept = values > tolerance
-        return values[kept][::-1], axes[:, kept][:, ::-1].T
+        return values[kept][::-1], _signed(axes[:, kept][:, ::-1].T)
     # Fewer vectors than dimensions: the Gram matrix has the same non-zero
     # eigenvalues, and X^T v / sqrt(lambda) are the covariance's eigenvectors.
     gram = np.zeros((n_vectors, n_vectors))
@@ -314,7 +314,18 @@ def _exact_axes(
         centred = vectors[:, start : start + step].astype(np.float64)
         centred -= mean[start : start + step]
         components[:, start : start + step] = (centred.T @ weights).T
-    return values / (n_vectors - 1), components
+    return values / (n_vectors - 1), _signed(components)
+
+
+def _signed(axes: np.ndarray) -> np.ndarray:
+    """``axes`` (one a row), each turned so that its entry of largest magnitude
+    is positive: an eigenvector's sign is arbitrary, and LAPACK's choice
+    differs between CPUs, so whitened vectors would too (scikit-learn's
+    ``svd_flip`` makes the same choice)."""
+    largest = np.argmax(np.abs(axes), axis=1)
+    signs = np.sign(axes[np.arange(axes.shape[0]), largest])
+    signs[signs == 0] = 1
+    return axes * signs[:, None]
 
 
 def _randomised_axes(
