@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from photos import DATA, FAST_OPTIONS, fit_fast_codebook
+from photos import DATA, FAST_OPTIONS, fit_fast_codebook, make_messy_folder
 
 import vlad
 
@@ -155,6 +155,12 @@ def photo_sets():
     """The bundled photos' descriptors at FAST_OPTIONS (keypoints included)."""
     sets, _ = vlad.extract_images(DATA, FAST_OPTIONS, n_jobs=2)
     return sets
+
+
+@pytest.fixture(scope="session")
+def messy(tmp_path_factory):
+    """A folder of the bundled photos among bad files (photos.MESSY_NAMES)."""
+    return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,5 @@
 """Helpers of the tests that make shards on Dask: vlad's command line run
-in-process, the bytes of a folder, and a worker plugin that kills its worker
-once, mid-run."""
+in-process, and a worker plugin that kills its worker once, mid-run."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from click.testing import CliRunner
 
 from vlad.cli._main import main
 
-__all__ = ["folder_bytes", "kill_once", "run"]
+__all__ = ["kill_once", "run"]
 
 
 def run(*args, exit_code=0):
@@ -21,11 +20,6 @@ def run(*args, exit_code=0):
     assert result.exit_code == exit_code, (result.output, result.exception)
     assert "Traceback" not in result.output
     return result
-
-
-def folder_bytes(folder: Path) -> dict:
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def kill_once(marker: Path, key_prefix: str):

@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from dask_runs import folder_bytes, kill_once, run
-from photos import DATA, FAST_OPTIONS, make_messy_folder
+from dask_runs import kill_once, run
+from photos import DATA, FAST_OPTIONS
+from shard_folders import folder_bytes
 
 import vlad
 from vlad.images import capture_decoder_messages
@@ -33,11 +34,6 @@ def codebook_file(tmp_path_factory, small_codebook):
     path = tmp_path_factory.mktemp("codebook") / "codebook.npz"
     small_codebook.save(path)
     return path
-
-
-@pytest.fixture(scope="module")
-def messy(tmp_path_factory):
-    return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
 
 
 def local_run(inputs, codebook, folder, shard_images):

@@ -6,19 +6,15 @@ empty images, resuming, a worker killed mid-run, and the command line's
 from __future__ import annotations
 
 import pytest
-from dask_runs import folder_bytes, kill_once, run
-from photos import DATA, FAST_OPTIONS, make_messy_folder
+from dask_runs import kill_once, run
+from photos import DATA, FAST_OPTIONS
+from shard_folders import folder_bytes
 
 import vlad
 from vlad.pipeline._descriptor_shards import extract_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
-
-
-@pytest.fixture(scope="module")
-def messy(tmp_path_factory):
-    return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
 
 
 def local_run(inputs, folder, shard_images):

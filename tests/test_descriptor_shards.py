@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from photos import DATA, FAST_OPTIONS, MESSY_NAMES, make_messy_folder
+from photos import DATA, FAST_OPTIONS, MESSY_NAMES
+from shard_folders import folder_bytes, shard_file
 
 import vlad
 from vlad.formats._descriptor_files import read_descriptor_file
@@ -23,26 +24,10 @@ from vlad.pipeline._vector_shards import encode_images_to_folder
 
 
 @pytest.fixture(scope="module")
-def messy(tmp_path_factory):
-    return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
-
-
-@pytest.fixture(scope="module")
 def photo_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("shards") / "descriptors"
     extract_images_to_folder(DATA, folder, FAST_OPTIONS, shard_images=3, n_jobs=2)
     return folder
-
-
-def shard_file(folder, index, suffix):
-    """The one file of shard ``index`` whose name ends in ``suffix``."""
-    (path,) = folder.glob(f"part-{index:05d}-????????????????{suffix}")
-    return path
-
-
-def folder_bytes(folder):
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def assert_same_sets(sets, expected):

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from shard_folders import folder_bytes
 
 from vlad.formats._shards import MANIFEST_NAME
 from vlad.pipeline._shard_runs import Shard, ShardKind, run_shards
@@ -56,10 +57,6 @@ def run(kind, folder, *, resume=False, progress=None):
         resume=resume,
         progress=progress,
     )
-
-
-def folder_bytes(folder):
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def test_a_run_writes_each_shard_and_the_manifest_last(tmp_path):

@@ -9,7 +9,8 @@ import shutil
 
 import numpy as np
 import pytest
-from photos import DATA, FAST_OPTIONS, MESSY_NAMES, make_messy_folder
+from photos import DATA, FAST_OPTIONS, MESSY_NAMES
+from shard_folders import folder_bytes, shard_file
 
 import vlad
 from vlad.formats._shards import MANIFEST_NAME, ShardedVectors, ShardWriter, open_shards
@@ -22,24 +23,8 @@ def codebook(small_codebook):
 
 
 @pytest.fixture(scope="module")
-def messy(tmp_path_factory):
-    return make_messy_folder(tmp_path_factory.mktemp("messy") / "photos")
-
-
-@pytest.fixture(scope="module")
 def messy_encoded(codebook, messy):
     return vlad.encode_images(messy, codebook, n_jobs=2)
-
-
-def shard_file(folder, index, suffix):
-    """The one file of shard ``index`` ending in ``suffix``."""
-    (path,) = folder.glob(f"part-{index:05d}-*{suffix}")
-    return path
-
-
-def folder_bytes(folder):
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 @pytest.mark.parametrize("shard_images", [1, 2, 5, 64])

@@ -153,7 +153,9 @@ def test_each_axis_has_its_largest_entry_positive(problem):
     largest = components[np.arange(len(components)), np.abs(components).argmax(1)]
     assert np.all(largest > 0)
     _, _, axes = reference_whitening(vectors, components.shape[0], power, vectors)
-    by_hand = axes * np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(1)])[:, None]
+    by_hand = (
+        axes * np.sign(axes[np.arange(len(axes)), np.abs(axes).argmax(1)])[:, None]
+    )
     np.testing.assert_allclose(components, by_hand, atol=1e-5)
 
 

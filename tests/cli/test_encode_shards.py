@@ -13,16 +13,12 @@ import time
 
 import pytest
 from photos import DATA, PHOTOS
+from shard_folders import folder_bytes
 
 import vlad
 from vlad.pipeline._vector_shards import encode_images_to_folder
 
 from .conftest import run
-
-
-def folder_bytes(folder):
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def test_a_folder_holds_what_a_npy_holds(tmp_path, codebook_path):

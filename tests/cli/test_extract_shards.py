@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 from photos import DATA
+from shard_folders import folder_bytes
 
 import vlad
 from benchmarks.scale import make_photos
@@ -21,11 +22,6 @@ from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.pipeline._descriptor_shards import extract_images_to_folder
 
 from .conftest import FAST, run
-
-
-def folder_bytes(folder):
-    """Every file of a folder and its bytes."""
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def test_a_folder_holds_what_an_npz_holds(tmp_path):

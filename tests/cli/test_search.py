@@ -362,9 +362,12 @@ def test_the_quick_start_prints_chelsea_first_as_the_readme_shows(main_job, tmp_
     assert [row[:2] + row[3:] for row in shown_rows] == [
         row[:2] + row[3:] for row in rows
     ]
+    # SIFT's keypoints, and so the scores, differ a little between CPUs (with
+    # OpenCV's SSE-only code, 0.2874 and 0.1163): the README says so.
     np.testing.assert_allclose(
-        [row[2] for row in shown_rows], [row[2] for row in rows], atol=1e-3
+        [row[2] for row in shown_rows], [row[2] for row in rows], atol=0.01
     )
+    assert "last digits of the scores depend on the CPU" in quick_start
 
 
 def test_names_that_are_not_utf8_print_as_their_bytes(tmp_path):

@@ -9,15 +9,12 @@ import json
 
 import pytest
 from photos import DATA
+from shard_folders import folder_bytes
 
 from hostile.conftest import invoke, record
 from vlad.pipeline._descriptor_shards import extract_images_to_folder
 
 OPTIONS = {"max_side": 128}
-
-
-def folder_bytes(folder):
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def first_record(folder):
