@@ -21,18 +21,21 @@ import vlad
 from vlad.core.aggregators import _segments as segments
 from vlad.core.aggregators import choose_aggregator, resolve_aggregator
 
-ALL = [aggregator_param(name) for name in vlad.AGGREGATORS]
-FAST = [aggregator_param(name) for name in vlad.AGGREGATORS if name != "masked"]
-#: For hypothesis tests: JAX compiles anew for every shape an example draws,
-#: seconds in all, so those run with the slow tests.
-ALL_DRAWN = [aggregator_param(name, slow=("jax",)) for name in vlad.AGGREGATORS]
+#: JAX compiles anew for every shape, a second or more each: its cases run with
+#: the slow tests (tests/test_jax_encoding.py keeps it in the default run).
+ALL = [aggregator_param(name, slow=("jax",)) for name in vlad.AGGREGATORS]
+FAST = [
+    aggregator_param(name, slow=("jax",))
+    for name in vlad.AGGREGATORS
+    if name != "masked"
+]
 
 
 def tolerance(dtype) -> float:
     return 1e-5 if dtype == np.float32 else 1e-12
 
 
-@pytest.mark.parametrize("method", ALL_DRAWN)
+@pytest.mark.parametrize("method", ALL)
 @given(problem=ragged_problems())
 def test_matches_loop_and_float64_reference(method, problem):
     descriptors, labels, offsets, centers = problem
@@ -54,7 +57,7 @@ def test_matches_loop_and_float64_reference(method, problem):
     )
 
 
-@pytest.mark.parametrize("method", ALL_DRAWN)
+@pytest.mark.parametrize("method", ALL)
 @given(problem=ragged_problems())
 def test_empty_images_and_centres_are_exact_zeros(method, problem):
     descriptors, labels, offsets, centers = problem
@@ -207,7 +210,7 @@ def test_callable_method_is_used():
     assert np.all(result == 0)
 
 
-@pytest.mark.parametrize("method", ALL_DRAWN)
+@pytest.mark.parametrize("method", ALL)
 @given(
     problem=ragged_problems(),
     bad=st.sampled_from([np.nan, np.inf, -np.inf]),

@@ -6,6 +6,9 @@ import pytest
 
 from benchmarks.asmk import benchmark_asmk, main, make_asmk_problem
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 
 def test_rows_count_bytes_as_the_index_keeps_them():
     sets, codebook = make_asmk_problem(6, 20, 16, n_features=16)

@@ -15,6 +15,9 @@ from benchmarks.bench import bench
 from benchmarks.workloads import Workload
 from vlad.cli._main import main
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY_SINGLE = Workload("single", 1, 60, 8, 4)

@@ -15,6 +15,9 @@ from benchmarks.measuring import Measurement
 from benchmarks.tables import AGGREGATION_FLOOR, ASSIGNMENT_FLOOR, ENCODE_ROW, Table
 from benchmarks.workloads import Workload
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 TINY = {
     "float64": Workload("tiny64", 5, 30, 6, 3, dtype="float64", kind="gaussian"),
     "float32": Workload("tiny32", 4, 40, 8, 4),

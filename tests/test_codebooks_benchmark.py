@@ -15,6 +15,9 @@ from benchmarks.codebooks import (
     quantisation_error,
 )
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 
 def test_quantisation_error_is_the_brute_force_mean():
     rng = np.random.default_rng(0)

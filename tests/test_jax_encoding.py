@@ -75,6 +75,7 @@ def test_ragged_sets_equal_encode(lengths, n_clusters, seed):
     assert_vectors_equal(vlad.JaxEncoder(centers)(sets), expected)
 
 
+@pytest.mark.slow  # compiles anew; test_equals_encode is the default run's
 def test_many_chunks_equal_encode(problem, monkeypatch):
     """Chunks of 256 rows: full chunks, an overlapping last chunk, images that
     straddle chunks."""
@@ -99,7 +100,9 @@ def test_many_chunks_equal_encode(problem, monkeypatch):
     np.testing.assert_allclose(residuals, reference, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("power", [1.0, pytest.param(0.2, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "power", [pytest.param(p, marks=pytest.mark.slow) for p in (1.0, 0.2)]
+)
 def test_residual_norm_equals_encode(problem, monkeypatch, power):
     sets, codebook = problem
     options = {"residual_norm": True, "power": power, "intra": False, "l2": False}
@@ -124,6 +127,7 @@ def test_one_real_photo_equals_encode():
     assert_vectors_equal(vlad.JaxEncoder(codebook)([descriptors]), expected)
 
 
+@pytest.mark.slow  # compiles anew; test_equals_encode is the default run's
 def test_labels_equal_assign():
     descriptors, codebook = photo_problem()
     synthetic = vlad.datasets.make_descriptor_sets(20, 500, 128, seed=3).descriptors
@@ -191,6 +195,7 @@ def test_float32_accuracy_when_one_image_is_huge():
         assert error <= 1e-5
 
 
+@pytest.mark.slow  # compiles anew; test_equals_encode is the default run's
 def test_keep_on_device_returns_the_same_vectors_as_a_jax_array(problem):
     sets, codebook = problem
     on_device = vlad.JaxEncoder(codebook, keep_on_device=True)(sets)

@@ -50,6 +50,9 @@ from vlad.evaluation import evaluate
 from vlad.search._reranking import rerank_spatially
 from vlad.search._spatial import MIN_INLIERS, spatial_rerank
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 

@@ -35,6 +35,9 @@ from benchmarks.retrieval.transforms import (
     rotate,
 )
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 EIGHT_TRANSFORMS = {
     "crop", "rotation", "scale", "jpeg", "brightness_contrast", "perspective",
     "text", "occlusion",

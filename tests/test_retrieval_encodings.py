@@ -11,6 +11,9 @@ from benchmarks.retrieval.build import build_dataset
 from benchmarks.retrieval.encodings import VARIANTS, main
 from benchmarks.retrieval.encodings_page import render_page
 
+#: The benchmarks' own tests: a CI step of their own, not the default run.
+pytestmark = pytest.mark.benchmarks
+
 CHOSEN = ("defaults", "adapted codebook", "power 0.5")
 
 

@@ -13,7 +13,7 @@ pytest.importorskip("faiss")
 # The runner's run end to end takes seconds (k-means, every variant, spatial
 # re-ranking): with the slow tests. tests/test_retrieval_dataset.py checks the
 # dataset it reads by default.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.benchmarks]
 
 
 @pytest.fixture(scope="module")

@@ -106,6 +106,8 @@ def test_dense_grid_fits_the_keypoint_budget(gravel, max_keypoints):
     np.testing.assert_allclose(np.linalg.norm(descriptors, axis=1), 1.0, rtol=1e-5)
 
 
+# test_dense_grid_fits_the_keypoint_budget is the default run's.
+@pytest.mark.slow
 def test_dense_grid_uses_most_of_the_budget(gravel):
     assert 1500 < len(extract_sift(gravel, dense=True, max_keypoints=2000)) <= 2000
 
@@ -229,6 +231,8 @@ def test_keypoints_of_a_shrunk_image_are_in_original_coordinates(gravel):
     np.testing.assert_allclose(keypoints, expected, rtol=1e-6, atol=1e-3)
 
 
+# Full-size SIFT twice: test_max_side_shrinks_large_images_first is the default's.
+@pytest.mark.slow
 def test_the_same_points_are_found_at_the_same_place_at_two_sizes(gravel):
     """Extraction at max_side 256 and at full size (512) finds many of the same
     points: their positions, scaled back, agree to a pixel or two."""
@@ -307,7 +311,9 @@ def test_affine_views_add_keypoints_to_those_of_the_image(chelsea):
     np.testing.assert_allclose(np.linalg.norm(affine, axis=1), 1.0, rtol=1e-5)
 
 
-@pytest.mark.parametrize("max_keypoints", [1, 300])
+@pytest.mark.parametrize(
+    "max_keypoints", [1, pytest.param(300, marks=pytest.mark.slow)]
+)
 def test_affine_views_keep_max_keypoints_the_strongest(chelsea, max_keypoints):
     every = SiftOptions(max_keypoints=0, affine_tilts=1)
     _, all_descriptors = extract_keypoints_with_options(chelsea, every)

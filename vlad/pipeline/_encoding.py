@@ -177,7 +177,10 @@ def encode_images(
     Examples
     --------
     >>> import vlad
-    >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> quick = {"max_side": 256}  # small images, to be quick
+    >>> codebook, _ = vlad.fit_codebook_to_images(
+    ...     "data", 4, descriptor_options=quick, n_jobs=1
+    ... )
     >>> result = vlad.encode_images("data", codebook, power=0.5, n_jobs=1)
     >>> result.vectors.shape, result.names[0], result.encoding.power
     ((8, 512), 'astronaut.jpg', 0.5)

@@ -143,7 +143,10 @@ def search_index(
     >>> import pathlib, tempfile
     >>> import vlad
     >>> from vlad.pipeline import search_index
-    >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> quick = {"max_side": 256}  # small images, to be quick
+    >>> codebook, _ = vlad.fit_codebook_to_images(
+    ...     "data", 4, descriptor_options=quick, n_jobs=1
+    ... )
     >>> encoded = vlad.encode_images("data", codebook, n_jobs=1)
     >>> folder = pathlib.Path(tempfile.mkdtemp(), "index")
     >>> vlad.search.build_index(encoded.vectors, encoded.names).save(folder)

@@ -125,7 +125,10 @@ def encode_images_to_folder(
     >>> import numpy as np
     >>> import vlad
     >>> from vlad.pipeline import encode_images_to_folder
-    >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> quick = {"max_side": 256}  # small images, to be quick
+    >>> codebook, _ = vlad.fit_codebook_to_images(
+    ...     "data", 4, descriptor_options=quick, n_jobs=1
+    ... )
     >>> folder = pathlib.Path(tempfile.mkdtemp(), "vectors")
     >>> shards = encode_images_to_folder("data", codebook, folder, shard_images=3)
     >>> len(shards.blocks), shards.shape

@@ -86,7 +86,10 @@ def index_shards(
     >>> from vlad.pipeline import encode_images_to_folder
     >>> from vlad.search import index_shards
     >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> codebook, _ = vlad.fit_codebook_to_images("data", 4, n_jobs=1)
+    >>> quick = {"max_side": 256}  # small images, to be quick
+    >>> codebook, _ = vlad.fit_codebook_to_images(
+    ...     "data", 4, descriptor_options=quick, n_jobs=1
+    ... )
     >>> _ = encode_images_to_folder("data", codebook, root / "v", shard_images=3)
     >>> index = index_shards(root / "v", root / "index")
     >>> whole = vlad.search.build_index(*vlad.load_vectors(root / "v")[:2])
