@@ -3,10 +3,13 @@ definition, its edge cases, adding images, and one-line errors."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from asmk_reference import random_problem, reference_scores, scores_by_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,58 +23,8 @@ from vlad.search._asmk_kernel import (
 )
 
 SIFT = {"extractor": "opencv-sift", "features": "sift", "root_sift": True}
-
-
-def reference_scores(database, query, centers, n_nearest, binary, alpha, tau):
-    """Normalised ASMK of ``query`` with each database image, by its
-    definition: a loop over images, words and descriptors, in float64."""
-    centers = np.asarray(centers, np.float64)
-
-    def aggregated(descriptors, n):
-        words = {}
-        for x in np.asarray(descriptors, np.float64):
-            distances = ((centers - x) ** 2).sum(axis=1)
-            for word in np.argsort(distances, kind="stable")[:n]:
-                words[word] = words.get(word, 0.0) + (x - centers[word])
-        return words
-
-    def similarity(a, b):
-        if binary:
-            hamming = sum((p > 0) != (q > 0) for p, q in zip(a, b, strict=True))
-            return 1 - 2 * hamming / len(a)
-        norm_a, norm_b = np.linalg.norm(a), np.linalg.norm(b)
-        return 0.0 if norm_a == 0 or norm_b == 0 else a @ b / (norm_a * norm_b)
-
-    def sigma(u):
-        return np.sign(u) * abs(u) ** alpha if u >= tau else 0.0
-
-    ours = aggregated(query, n_nearest)
-    scores = []
-    for descriptors in database:
-        theirs = aggregated(descriptors, 1)
-        if not theirs or not ours:
-            scores.append(None)
-            continue
-        total = sum(sigma(similarity(ours[w], theirs[w])) for w in ours if w in theirs)
-        scores.append(total / np.sqrt(len(ours) * len(theirs)))
-    return scores
-
-
-def random_problem(seed, n_words, lengths, n_features=8):
-    rng = np.random.default_rng(seed)
-    centers = rng.standard_normal((n_words, n_features)).astype(np.float32)
-    database = [
-        rng.standard_normal((length, n_features)).astype(np.float32)
-        for length in lengths
-    ]
-    return centers, database, rng
-
-
-def scores_by_row(result, n_images):
-    scores = [None] * n_images
-    for row, score in zip(result.rows, result.scores, strict=True):
-        scores[row] = float(score)
-    return scores
+#: An index folder of format version 1, as vlad 0.4 wrote it.
+VERSION_1 = Path(__file__).parent / "data" / "asmk-index-v1"
 
 
 @pytest.mark.parametrize("binary", [True, False])
@@ -170,6 +123,8 @@ def test_adding_images_equals_building_with_them():
     grown = build_asmk_index(database[:2], codebook)
     grown.add(database[2:])
     assert grown.names == whole.names
+    assert (grown.n_segments, whole.n_segments) == (2, 1)
+    grown.merge()
     for name in ("word_offsets", "entry_images", "codes"):
         np.testing.assert_array_equal(getattr(grown, name), getattr(whole, name))
 
@@ -211,8 +166,8 @@ def test_loading_refuses_what_is_not_an_index(tmp_path):
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match="damaged"):
         vlad.search.load_asmk_index(tmp_path / "plain")
-    centers, database, _ = random_problem(5, 3, [2, 2])
-    build_asmk_index(database, vlad.Codebook(centers)).save(tmp_path / "index")
+    # A folder of format version 1 (one inverted file, no segments).
+    shutil.copytree(VERSION_1, tmp_path / "index")
     np.save(tmp_path / "index" / "entry_images.npy", np.zeros(1, np.int32))
     with pytest.raises(ValueError, match="files disagree"):
         vlad.search.load_asmk_index(tmp_path / "index")

@@ -239,8 +239,9 @@ def test_an_asmk_index_of_local_features_matches_the_same_sets_in_memory(
     """An ASMK index reads hloc's local features a part at a time (parts of
     two images here) and scores as an index of the same sets in memory."""
     from vlad.search import _asmk as asmk
+    from vlad.search import _asmk_parts
 
-    monkeypatch.setattr(asmk, "_PART_IMAGES", 2)
+    monkeypatch.setattr(_asmk_parts, "_PART_IMAGES", 2)
     expected = reference_sets(features)
     codebook = vlad.fit_codebook(expected, 8, n_jobs=1)
     from_file = asmk.build_asmk_index(

@@ -288,3 +288,51 @@ def test_faiss_large_vocabulary_is_seeded_by_faiss_and_reproducible():
     np.testing.assert_array_equal(first.centers, again.centers)
     assert len(np.unique(first.centers, axis=0)) == n_clusters
     assert first.centers.min() >= 0 and first.centers.max() <= 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 200), min_size=1, max_size=12).filter(any),
+    fraction=st.floats(0.01, 1.0),
+)
+def test_two_level_shares_are_proportional_and_within_each_cluster(sizes, fraction):
+    from vlad.core._kmeans import _shares
+
+    sizes = np.array(sizes)
+    total = max(int(np.count_nonzero(sizes)), int(fraction * sizes.sum()))
+    shares = _shares(sizes, total)
+    assert shares.sum() == total
+    assert np.all(shares[sizes == 0] == 0)
+    assert np.all((shares >= 1) & (shares <= sizes) | (sizes == 0))
+    # Off the exact proportion by less than one, unless held by a bound.
+    exact = sizes * total / sizes.sum()
+    bounded = (shares == np.minimum(sizes, 1)) | (shares == sizes)
+    assert np.all((np.abs(shares - exact) < 1) | bounded)
+
+
+def test_two_level_kmeans_recovers_well_separated_centres():
+    """64 well-separated clusters in eight groups of eight: the coarse level
+    finds the groups, the second level the clusters within each."""
+    rng = np.random.default_rng(4)
+    groups = rng.uniform(-500, 500, size=(8, 16))
+    true_centers = (groups[:, None] + rng.uniform(-40, 40, (8, 8, 16))).reshape(64, 16)
+    labels = rng.integers(0, 64, 12_800)
+    descriptors = (true_centers[labels] + rng.normal(size=(12_800, 16))).astype(
+        np.float32
+    )
+    means = np.array([descriptors[labels == k].mean(axis=0) for k in range(64)])
+    codebook = vlad.fit_codebook(
+        descriptors, 64, algorithm="two-level", sample=None, seed=0
+    )
+    assert codebook.metadata["algorithm"] == "two-level"
+    assert codebook.metadata["backend"] == "faiss"
+    assert codebook.n_clusters == 64
+    assert np.all(matched_distances(codebook.centers, means) < 1e-2)
+    again = vlad.fit_codebook(descriptors, 64, algorithm="two-level", sample=None)
+    np.testing.assert_array_equal(again.centers, codebook.centers)
+
+
+def test_two_level_kmeans_is_faiss_s():
+    descriptors = np.random.default_rng(5).normal(size=(200, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match="'two-level' is faiss's k-means"):
+        vlad.fit_codebook(descriptors, 8, algorithm="two-level", backend="sklearn")

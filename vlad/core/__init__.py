@@ -34,7 +34,11 @@ if TYPE_CHECKING:
     from vlad.core._codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
     from vlad.core._descriptors import DescriptorSets
     from vlad.core._encoding import encode
-    from vlad.core._kmeans import KMEANS_PLUSPLUS_MAX_CLUSTERS, spherical_lloyd
+    from vlad.core._kmeans import (
+        KMEANS_PLUSPLUS_MAX_CLUSTERS,
+        spherical_lloyd,
+        two_level_kmeans,
+    )
     from vlad.core._nearest import assign_nearest, assignment_weights
     from vlad.core._normalization import normalize
     from vlad.core._options import EncodingOptions
@@ -71,6 +75,7 @@ __getattr__, __dir__ = attach(
         "fit_vocabularies": "vlad.core._vocabularies",
         "normalize": "vlad.core._normalization",
         "spherical_lloyd": "vlad.core._kmeans",
+        "two_level_kmeans": "vlad.core._kmeans",
         "split_vocabularies": "vlad.core._vocabularies",
         "stack_vocabularies": "vlad.core._vocabularies",
     },
@@ -97,6 +102,7 @@ __all__ = [
     "fit_vocabularies",
     "normalize",
     "spherical_lloyd",
+    "two_level_kmeans",
     "split_vocabularies",
     "stack_vocabularies",
 ]

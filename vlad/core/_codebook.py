@@ -271,11 +271,16 @@ def fit_codebook(
         sampled (where scikit-learn would run mini-batch k-means, 0.5-3% worse
         on SIFT), scikit-learn otherwise; ``docs/codebooks.md`` has the
         measurements.
-    algorithm : {"auto", "lloyd", "minibatch"}, default="auto"
+    algorithm : {"auto", "lloyd", "minibatch", "two-level"}, default="auto"
         For scikit-learn: ``"lloyd"`` is its ``KMeans`` (Lloyd's algorithm),
         ``"minibatch"`` its ``MiniBatchKMeans``; ``"auto"`` uses Lloyd up to
         ``FULL_KMEANS_MAX_SAMPLES`` sampled descriptors and mini-batch above.
-        faiss runs Lloyd's algorithm only.
+        faiss runs Lloyd's algorithm, or with ``"two-level"`` (faiss only,
+        the back-end it picks) hierarchical k-means: ``sqrt(K)`` coarse
+        centres, then each coarse cluster's descriptors clustered into its
+        share of the K (:func:`vlad.core.two_level_kmeans`), for vocabularies
+        of tens of thousands of words that Lloyd's algorithm would take hours
+        to fit.
     max_iter : int or None, default=None
         Maximum k-means iterations (epochs for mini-batch); None is the
         back-end's default, 100 for scikit-learn (which stops earlier once
@@ -404,7 +409,7 @@ def fit_codebook(
         "seed": seed,
         "n_training_descriptors": int(training.shape[0]),
         "backend": backend,
-        "algorithm": "spherical-lloyd" if spherical else algorithm,
+        "algorithm": f"spherical-{algorithm}" if spherical else algorithm,
         "max_iter": max_iter,
         "metric": "cosine" if spherical else "euclidean",
         "descriptor": descriptor_metadata,
@@ -469,10 +474,17 @@ def _resolve_strategy(backend, algorithm, spherical: bool) -> tuple[str, str]:
     ask for; one-line errors for names they cannot take."""
     algorithm = ALGORITHM.check(algorithm)
     backend = BACKEND.check(backend)
+    if algorithm == "two-level":
+        if backend == "sklearn":
+            raise VladError(
+                "algorithm='two-level' is faiss's k-means; pass backend='faiss' "
+                "(or 'auto')"
+            )
+        return "faiss", algorithm
     if backend == "faiss" and algorithm not in ("auto", "lloyd"):
         raise VladError(
             f"algorithm={algorithm!r} is not a faiss k-means; "
-            "faiss runs 'lloyd' (or pass backend='sklearn')"
+            "faiss runs 'lloyd' or 'two-level' (or pass backend='sklearn')"
         )
     if spherical and algorithm == "minibatch":
         raise VladError(

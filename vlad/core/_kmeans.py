@@ -10,11 +10,12 @@ it) and, when ``spherical``, rows already of unit length.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from vlad.core._assignment import CHUNK_BYTES, assign_valid
+from vlad.core._parallel import available_cores
 
 __all__ = [
     "FAISS_MAX_ITER",
@@ -25,6 +26,7 @@ __all__ = [
     "faiss_kmeans",
     "sklearn_kmeans",
     "spherical_lloyd",
+    "two_level_kmeans",
     "unit_rows",
 ]
 
@@ -191,7 +193,7 @@ def faiss_kmeans(
     """faiss's k-means (``faiss.Kmeans``: ``max_iter`` Lloyd's iterations in
     float32) on every training row, seeded by k-means++ up to
     ``KMEANS_PLUSPLUS_MAX_CLUSTERS`` centres and by random rows (faiss's own
-    seeding) above.
+    seeding) above; ``algorithm="two-level"`` is :func:`two_level_kmeans`.
 
     faiss seeds with random rows by default, which on a few well-separated
     clusters often puts two centres in one and never recovers. The seeds
@@ -210,6 +212,15 @@ def faiss_kmeans(
     n_training, n_features = training.shape
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31 - 1))
+    if algorithm == "two-level":
+
+        def fit(rows: np.ndarray, k: int) -> np.ndarray:
+            return faiss_kmeans(
+                rows, k, algorithm="lloyd", max_iter=max_iter, seed=seed,
+                spherical=spherical, n_threads=n_threads,
+            )  # fmt: skip
+
+        return two_level_kmeans(training, n_clusters, fit, n_threads)
     seeds = None
     if n_clusters <= KMEANS_PLUSPLUS_MAX_CLUSTERS:
         from sklearn.cluster import kmeans_plusplus
@@ -237,6 +248,76 @@ def faiss_kmeans(
     with _faiss_threads(faiss, n_threads):
         kmeans.train(training, init_centroids=seeds)
     return kmeans.centroids
+
+
+def two_level_kmeans(
+    training: np.ndarray,
+    n_clusters: int,
+    fit: Callable[[np.ndarray, int], np.ndarray],
+    n_threads: int | None = None,
+) -> np.ndarray:
+    """Hierarchical k-means for vocabularies of tens of thousands of words.
+
+    ``round(sqrt(K))`` coarse centres are fitted on the training rows, then
+    the rows of each coarse cluster are clustered into its share of the K
+    centres, in proportion to its rows (at least one centre, at most one per
+    row): about ``2 sqrt(K)`` distances a row and iteration instead of K. This
+    is faiss's ``contrib.clustering.two_level_clustering`` (how faiss trains
+    inverted files of a million lists), with every share kept between one
+    and the rows of its cluster, which faiss's allocation does not ensure,
+    and each level fitted by ``fit`` (the back-end's k-means, seeding
+    included).
+
+    Parameters
+    ----------
+    training : ndarray of shape (n_training, n_features)
+        At least ``n_clusters`` rows (of unit length for spherical k-means,
+        whose nearest centres are the Euclidean ones).
+    n_clusters : int
+    fit : callable
+        ``fit(rows, k)`` returns ``k`` centres of ``rows``.
+    n_threads : int or None, default=None
+        Threads of the coarse assignment (None: every core).
+
+    Returns
+    -------
+    ndarray of shape (n_clusters, n_features)
+        The centres, coarse cluster after coarse cluster.
+    """
+    n_coarse = max(1, min(n_clusters, round(np.sqrt(n_clusters))))
+    coarse = np.asarray(fit(training, n_coarse), training.dtype)
+    groups = assign_valid(training, coarse, CHUNK_BYTES, n_threads or available_cores())
+    sizes = np.bincount(groups, minlength=n_coarse)
+    shares = _shares(sizes, n_clusters)
+    order = np.argsort(groups, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    return np.concatenate(
+        [
+            fit(training[order[bounds[group] : bounds[group + 1]]], int(shares[group]))
+            for group in np.flatnonzero(shares)
+        ]
+    )
+
+
+def _shares(sizes: np.ndarray, total: int) -> np.ndarray:
+    """Integers summing to ``total`` in proportion to ``sizes`` (largest
+    remainders), each at least 1 and at most its size where the size is
+    positive, 0 where it is 0; ``total`` at most ``sizes.sum()``."""
+    exact = sizes * (total / sizes.sum())
+    least = np.minimum(sizes, 1)
+    shares = np.clip(np.floor(exact).astype(np.int64), least, sizes)
+    remainders = exact - shares
+    while (missing := total - int(shares.sum())) != 0:
+        if missing > 0:
+            room = np.flatnonzero(shares < sizes)
+            pick = room[np.argmax(remainders[room])]
+        else:
+            room = np.flatnonzero(shares > least)
+            pick = room[np.argmin(remainders[room])]
+        step = 1 if missing > 0 else -1
+        shares[pick] += step
+        remainders[pick] -= step
+    return shares
 
 
 @contextlib.contextmanager

@@ -320,8 +320,9 @@ ALGORITHM = Parameter(
     str,
     "auto",
     "scikit-learn's k-means: Lloyd's, mini-batch, or auto (Lloyd up to 50,000 "
-    "sampled descriptors, mini-batch above).",
-    choices=("auto", "lloyd", "minibatch"),
+    "sampled descriptors, mini-batch above); two-level: faiss's hierarchical "
+    "k-means for tens of thousands of words.",
+    choices=("auto", "lloyd", "minibatch", "two-level"),
 )
 MAX_ITER = Parameter(
     "max_iter",

@@ -6,7 +6,9 @@ expansion, spatial verification, and ranked results.
 saved one, :meth:`VectorIndex.search` ranks the database for each query and
 returns :class:`SearchResults`. :func:`search_exact` is the exact search alone.
 :func:`build_asmk_index` indexes local descriptors in an inverted file searched
-by the aggregated selective match kernel (ASMK, ASMK*) instead.
+by the aggregated selective match kernel (ASMK, ASMK*) instead;
+:func:`append_asmk_index` adds images to a saved one as a new segment and
+:func:`merge_asmk_index` merges its segments.
 """
 
 from typing import TYPE_CHECKING
@@ -16,6 +18,7 @@ from vlad._lazy import attach
 if TYPE_CHECKING:
     from vlad.search._asmk import ASMKIndex, build_asmk_index
     from vlad.search._asmk_files import is_asmk_index, load_asmk_index
+    from vlad.search._asmk_segment_files import append_asmk_index, merge_asmk_index
     from vlad.search._exact import search_exact
     from vlad.search._expansion import QueryExpansion, augment_database, expand_queries
     from vlad.search._index import VectorIndex, build_index, load_index
@@ -34,6 +37,7 @@ __getattr__, __dir__ = attach(
         "QueryResult": "vlad.search._results",
         "SearchResults": "vlad.search._results",
         "VectorIndex": "vlad.search._index",
+        "append_asmk_index": "vlad.search._asmk_segment_files",
         "augment_database": "vlad.search._expansion",
         "build_asmk_index": "vlad.search._asmk",
         "build_index": "vlad.search._index",
@@ -44,6 +48,7 @@ __getattr__, __dir__ = attach(
         "is_asmk_index": "vlad.search._asmk_files",
         "load_asmk_index": "vlad.search._asmk_files",
         "load_index": "vlad.search._index",
+        "merge_asmk_index": "vlad.search._asmk_segment_files",
         "read_rankings": "vlad.search._results",
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
@@ -57,6 +62,7 @@ __all__ = [
     "QueryResult",
     "SearchResults",
     "VectorIndex",
+    "append_asmk_index",
     "augment_database",
     "build_asmk_index",
     "build_index",
@@ -67,6 +73,7 @@ __all__ = [
     "is_asmk_index",
     "load_asmk_index",
     "load_index",
+    "merge_asmk_index",
     "read_rankings",
     "rerank_spatially",
     "search_exact",

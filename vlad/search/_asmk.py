@@ -2,49 +2,57 @@
 selective match kernel (ASMK, ASMK*), beside VLAD's :class:`VectorIndex`.
 
 The index keeps, for each visual word, the images holding it and their
-aggregated residuals (see :mod:`vlad.search._asmk_kernel`), in flat arrays:
+aggregated residuals (see :mod:`vlad.search._asmk_kernel`), in segments of
+flat arrays (:mod:`vlad.search._asmk_segments`): per segment
 ``word_offsets`` (K + 1,), and per entry ``entry_images`` (int32) and
-``codes`` (packed sign bits, or float32 unit residuals), word after word. A
-query touches only the lists of its own words.
+``codes`` (packed sign bits, or float32 unit residuals), word after word.
+Adding images adds a segment; :meth:`ASMKIndex.merge` makes one of them all.
+A query reads only the lists of its own words. The words' idf weights and the
+images' self-similarities are computed once per state of the index (and
+stored with a saved one), not per query.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from vlad.core._codebook import Codebook
-from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
+from vlad.core._descriptors import DescriptorSets
 from vlad.core._validation import check_finite, check_positive_int
 from vlad.errors import VladError
 from vlad.images._extractors import check_same_kind
 from vlad.images._sift import SiftOptions
 from vlad.search._asmk_kernel import (
     aggregate_residuals,
-    binary_similarities,
     check_kernel_parameters,
     code_dtype,
     code_width,
     encode_residuals,
-    selectivity,
     word_quantizer,
 )
-from vlad.search._inverted_lists import (
-    best_rows,
-    concatenated_ranges,
-    inverted_lists,
-    list_blocks,
+from vlad.search._asmk_parts import (
+    checked_names,
+    descriptor_parts,
+    parts_names,
+    parts_record,
+    renamed,
 )
+from vlad.search._asmk_scoring import query_scores
+from vlad.search._asmk_segments import (
+    ListSegment,
+    merge_segments,
+    segment_from_entries,
+)
+from vlad.search._asmk_weights import IndexWeights, index_weights
+from vlad.search._inverted_lists import best_rows
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
 __all__ = ["ASMKIndex", "build_asmk_index", "check_same_descriptors"]
 
 NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches nothing"
-#: Posting-list entries compared at a time in a search (bounds its temporaries).
-SEARCH_ENTRIES = 1 << 18
 #: Words each query descriptor is assigned to unless told otherwise, by
 #: kernel: chosen on the real-view and copy benchmarks (docs/asmk.md), where
 #: full residuals ranked better with 3 than with 5, and sign bits worse.
@@ -55,7 +63,8 @@ class ASMKIndex:
     """An inverted file of aggregated residuals, searched by ASMK or ASMK*.
 
     Build one with :func:`build_asmk_index`, read one with
-    :func:`vlad.search.load_asmk_index`.
+    :func:`vlad.search.load_asmk_index`. The arguments here make an index of
+    one segment; :meth:`add` appends segments.
 
     Parameters
     ----------
@@ -101,15 +110,48 @@ class ASMKIndex:
     ):
         self.codebook = codebook
         self.names = list(names)
-        self.word_offsets = word_offsets
-        self.entry_images = entry_images
-        self.codes = codes
         self.binary = bool(binary)
         self.alpha = float(alpha)
         self.threshold = float(threshold)
         self.idf = bool(idf)
         self.source = dict(source or {})
         self._quantize = None
+        self._set_segments(
+            [ListSegment(0, len(self.names), word_offsets, entry_images, codes)]
+        )
+
+    @classmethod
+    def _from_segments(
+        cls,
+        codebook: Codebook,
+        names: Sequence[str],
+        segments: Sequence[ListSegment],
+        *,
+        self_similarities: np.ndarray | None = None,
+        **settings,
+    ) -> ASMKIndex:
+        """An index of ``segments`` (consecutive, covering ``names``); the
+        images' self-similarities with idf weights when already known."""
+        first = segments[0]
+        index = cls(
+            codebook,
+            names,
+            first.word_offsets,
+            first.entry_images,
+            first.codes,
+            **settings,
+        )
+        index._set_segments(segments, self_similarities)
+        return index
+
+    def _set_segments(
+        self,
+        segments: Sequence[ListSegment],
+        self_similarities: np.ndarray | None = None,
+    ) -> None:
+        self.segments = tuple(segments)
+        self._statistics = None
+        self._known_self_similarities = self_similarities
 
     @property
     def n_images(self) -> int:
@@ -130,7 +172,7 @@ class ASMKIndex:
     @property
     def n_words(self) -> int:
         """Visual words K."""
-        return self.word_offsets.shape[0] - 1
+        return self.codebook.n_clusters
 
     @property
     def n_features(self) -> int:
@@ -140,22 +182,45 @@ class ASMKIndex:
     @property
     def n_entries(self) -> int:
         """(image, word) pairs stored."""
-        return self.entry_images.shape[0]
+        return sum(segment.n_entries for segment in self.segments)
+
+    @property
+    def n_segments(self) -> int:
+        """Segments of the inverted file: one per :meth:`add`, one after
+        :meth:`merge`."""
+        return len(self.segments)
 
     @property
     def n_empty(self) -> int:
         """Images without descriptors: named, never matched."""
-        return self.n_images - int(np.count_nonzero(self._image_words(plain=True)))
+        return self.n_images - self._statistics_now().stored
+
+    @property
+    def word_offsets(self) -> np.ndarray:
+        """The single segment's word offsets (see :attr:`segments`)."""
+        return self._single_segment().word_offsets
+
+    @property
+    def entry_images(self) -> np.ndarray:
+        """The single segment's entries' images (see :attr:`segments`)."""
+        return self._single_segment().entry_images
+
+    @property
+    def codes(self) -> np.ndarray:
+        """The single segment's entries' codes (see :attr:`segments`)."""
+        return self._single_segment().codes
 
     @property
     def bytes_per_entry(self) -> int:
         """Bytes of one entry: its image number and its residual's code."""
-        return self.entry_images.itemsize + self.codes.shape[1] * self.codes.itemsize
+        codes = self.segments[0].codes
+        return 4 + codes.shape[1] * codes.itemsize
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the inverted file (offsets, images, codes; not the codebook)."""
-        return self.word_offsets.nbytes + self.entry_images.nbytes + self.codes.nbytes
+        """Bytes of the inverted file (each segment's offsets, images, codes
+        and entries per image; not the codebook)."""
+        return sum(segment.nbytes for segment in self.segments)
 
     def __len__(self) -> int:
         return self.n_images
@@ -178,27 +243,49 @@ class ASMKIndex:
         names : sequence of str, optional
             Default the sets' names.
 
+        Notes
+        -----
+        The new images make a segment of their own: what is stored already is
+        neither copied nor sorted again. Each segment costs ``8 (K + 1)``
+        bytes of word offsets and a look-up per query word: add images in
+        batches, or :meth:`merge` the segments.
+
         Raises
         ------
         ValueError
             Descriptors of another width or kind than the index's.
         """
+        segment, names = self._new_segment(descriptor_sets, names)
+        self.names.extend(names)
+        # A segment of no images holds nothing (the one of an empty index).
+        kept = [part for part in (*self.segments, segment) if part.n_images > 0]
+        self._set_segments(kept or [segment])
+
+    def merge(self) -> None:
+        """Make one segment of all of them (the same lists, in the same order).
+
+        The search gives the same results before and after; with one segment
+        it reads each query word's list at one place instead of one per
+        segment. An index saved in a folder is merged in place by
+        :func:`vlad.search.merge_asmk_index`.
+        """
+        if len(self.segments) > 1:
+            statistics, known = self._statistics, self._known_self_similarities
+            self._set_segments([merge_segments(self.segments)], known)
+            self._statistics = statistics  # the same images, the same words
+
+    def _new_segment(self, descriptor_sets, names) -> tuple[ListSegment, list[str]]:
+        """The segment of new images (numbered after the index's) and their names."""
         images, words, codes, added = self._entries(descriptor_sets, "descriptor_sets")
-        names = _checked_names(
-            _parts_names(descriptor_sets) if names is None else names,
+        names = checked_names(
+            parts_names(descriptor_sets) if names is None else names,
             added,
             self.n_images,
         )
-        old_words = np.repeat(
-            np.arange(self.n_words, dtype=np.int64), np.diff(self.word_offsets)
+        segment = segment_from_entries(
+            images, words, codes, self.n_words, self.n_images, added
         )
-        self.word_offsets, self.entry_images, self.codes = inverted_lists(
-            np.concatenate([old_words, words]),
-            np.concatenate([self.entry_images, images + self.n_images]),
-            np.concatenate([self.codes, codes]),
-            self.n_words,
-        )
-        self.names.extend(names)
+        return segment, names
 
     def search(
         self,
@@ -244,9 +331,8 @@ class ASMKIndex:
             check_positive_int(multiple_assignment, "multiple_assignment"),
             self.n_words,
         )
-        image_words = self._image_words()
-        has_words = self._image_words(plain=True) > 0
-        stored = int(np.count_nonzero(has_words))
+        statistics = self._statistics_now()
+        stored = statistics.stored
         notes = []
         if k > stored:
             notes.append(
@@ -258,9 +344,9 @@ class ASMKIndex:
             "multiple_assignment": n_nearest,
             "index": self.record(),
         }
-        parts = _parts(query_sets)
+        parts = descriptor_parts(query_sets)
         results = []
-        weights = self._word_weights()
+        weights = statistics.weights
         name_array = np.array(self.names, dtype=object)
         for sets in parts:
             sets = self._checked_sets(sets, "query_sets")
@@ -279,20 +365,22 @@ class ASMKIndex:
                     results.append(empty_result(name, reason))
                     continue
                 scores = self._scores(words[first:last], codes[first:last], weights)
-                norms = np.sqrt(weights[words[first:last]].sum() * image_words)
+                norms = np.sqrt(
+                    weights[words[first:last]].sum() * statistics.self_similarities
+                )
                 scores = np.divide(
                     scores, norms, out=np.zeros_like(scores), where=norms > 0
                 )
-                rows = best_rows(scores, has_words, min(k, stored))
+                rows = best_rows(scores, statistics.has_words, min(k, stored))
                 results.extend(
                     results_from_arrays(
                         [name], name_array, scores[None, rows], rows[None, :]
                     )
                 )
         if query_names is not None:
-            query_names = _checked_names(query_names, len(results), 0)
+            query_names = checked_names(query_names, len(results), 0)
             for position, name in enumerate(query_names):
-                results[position] = _renamed(results[position], name)
+                results[position] = renamed(results[position], name)
         return SearchResults(results, record, notes)
 
     def record(self) -> dict:
@@ -333,64 +421,43 @@ class ASMKIndex:
             self._quantize = word_quantizer(self.codebook.centers)
         return self._quantize
 
-    def _word_weights(self) -> np.ndarray:
-        """Each word's weight: its idf, or 1."""
-        if not self.idf:
-            return np.ones(self.n_words, np.float64)
-        counts = np.diff(self.word_offsets)
-        n_images = max(1, int(np.count_nonzero(self._image_words(plain=True))))
-        with np.errstate(divide="ignore"):
-            weights = np.log(n_images / counts) ** 2
-        return np.where(counts > 0, weights, 1.0)
+    def _single_segment(self) -> ListSegment:
+        if len(self.segments) > 1:
+            raise VladError(
+                f"the index has {len(self.segments)} segments: merge() them into "
+                "one, or read each of index.segments"
+            )
+        return self.segments[0]
 
-    def _image_words(self, *, plain: bool = False) -> np.ndarray:
-        """Each image's self-similarity: its words' weights summed (its number
-        of words without idf)."""
-        if plain or not self.idf:
-            weights = None
-        else:
-            weights = np.repeat(self._word_weights(), np.diff(self.word_offsets))
-        return np.bincount(
-            self.entry_images, weights=weights, minlength=self.n_images
-        ).astype(np.float64)
+    def _statistics_now(self) -> IndexWeights:
+        """The words' weights and the images' self-similarities, computed once
+        per state of the index."""
+        if self._statistics is None:
+            self._statistics = index_weights(
+                self.segments, self.n_words, self.idf, self._known_self_similarities
+            )
+        return self._statistics
 
     def _scores(self, words, codes, weights) -> np.ndarray:
-        """Unnormalised kernel of one query (its words and codes) with every image."""
-        scores = np.zeros(self.n_images, np.float64)
-        starts = self.word_offsets[words]
-        lengths = self.word_offsets[words + 1] - starts
-        for first, last in list_blocks(lengths, SEARCH_ENTRIES):
-            counts = lengths[first:last]
-            entries = concatenated_ranges(starts[first:last], counts)
-            owners = np.repeat(np.arange(first, last), counts)
-            if self.binary:
-                similarities = binary_similarities(
-                    self.codes[entries], codes[owners], self.n_features
-                )
-            else:
-                # Word by word: each list is a contiguous block of rows, so a
-                # matrix-vector product reads it in place (no gathered copy).
-                similarities = np.concatenate(
-                    [
-                        self.codes[start : start + count] @ codes[position]
-                        for position, start, count in zip(
-                            range(first, last), starts[first:last], counts, strict=True
-                        )
-                    ]
-                )
-            kernel = selectivity(similarities, self.alpha, self.threshold)
-            scores += np.bincount(
-                self.entry_images[entries],
-                weights=kernel * weights[words[owners]],
-                minlength=self.n_images,
-            )
-        return scores
+        """Unnormalised kernel of one query (its distinct words and their
+        codes) with every image, from the lists of its words alone."""
+        return query_scores(
+            self.segments,
+            self.n_images,
+            words,
+            codes,
+            weights,
+            binary=self.binary,
+            alpha=self.alpha,
+            threshold=self.threshold,
+            n_features=self.n_features,
+        )
 
     def _entries(self, descriptor_sets, what: str):
         """Entries (images, words, codes) of new images, and how many images."""
         centers = self.codebook.centers.astype(np.float32)
         blocks, n_images = [], 0
-        for sets in _parts(descriptor_sets):
+        for sets in descriptor_parts(descriptor_sets):
             sets = self._checked_sets(sets, what)
             labels = self._quantizer()(sets.descriptors, 1)
             images, words, residuals = aggregate_residuals(
@@ -482,7 +549,7 @@ def build_asmk_index(
             f"{codebook.n_vocabularies} vocabularies, metric {codebook.metric!r}"
         )
     alpha, threshold = check_kernel_parameters(alpha, threshold)
-    descriptor_record = _parts_record(descriptor_sets)
+    descriptor_record = parts_record(descriptor_sets)
     check_same_kind(descriptor_record, codebook)
     index = ASMKIndex(
         codebook,
@@ -524,56 +591,3 @@ def check_same_descriptors(expected: Mapping | None, given: Mapping | None, what
             f"them as the index's were (root_sift={ours.root_sift}, "
             f"dense={ours.dense})"
         )
-
-
-#: Images read at a time from descriptor sets read lazily (hloc's files).
-_PART_IMAGES = 256
-
-
-def _read_lazily(descriptor_sets) -> bool:
-    """Whether ``descriptor_sets`` is read from disk a part at a time: a
-    folder of shards, or hloc's local features."""
-    return not isinstance(descriptor_sets, DescriptorSets) and hasattr(
-        descriptor_sets, "between"
-    )
-
-
-def _parts(descriptor_sets) -> Iterator[DescriptorSets]:
-    """Descriptor sets a part at a time: a folder of shards shard by shard,
-    hloc's local features :data:`_PART_IMAGES` images at a time."""
-    if hasattr(descriptor_sets, "n_shards"):
-        for shard in range(descriptor_sets.n_shards):
-            yield descriptor_sets.shard(shard)
-    elif _read_lazily(descriptor_sets):
-        for start in range(0, len(descriptor_sets), _PART_IMAGES):
-            yield descriptor_sets.between(start, start + _PART_IMAGES)
-    else:
-        yield as_descriptor_sets(descriptor_sets)
-
-
-def _parts_record(descriptor_sets) -> dict:
-    if _read_lazily(descriptor_sets):
-        return dict(descriptor_sets.metadata)
-    return dict(as_descriptor_sets(descriptor_sets).metadata)
-
-
-def _parts_names(descriptor_sets) -> list[str] | None:
-    """The names of descriptor sets; None for bare arrays, which have none."""
-    if _read_lazily(descriptor_sets) or isinstance(descriptor_sets, DescriptorSets):
-        return list(descriptor_sets.names)
-    return None
-
-
-def _checked_names(names, count: int, first: int) -> list[str]:
-    if names is None:
-        return [str(first + position) for position in range(count)]
-    if isinstance(names, str):
-        raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
-    names = [str(name) for name in names]
-    if len(names) != count:
-        raise VladError(f"{len(names)} names for {count} images")
-    return names
-
-
-def _renamed(result, name: str):
-    return dataclasses.replace(result, query=name)

@@ -1,9 +1,11 @@
 """ASMK index folders: written whole or not at all, read without unpickling.
 
-A folder holds ``index.json`` (format, version, kernel settings, source),
-``names.json``, ``codebook.npz`` and the inverted file as ``.npy`` arrays:
+Folders are written in format version 2, the inverted file in segments
+(:mod:`vlad.search._asmk_segment_files`). A folder of version 1 holds
+``index.json`` (format, version, kernel settings, source), ``names.json``,
+``codebook.npz`` and the inverted file as ``.npy`` arrays:
 ``word_offsets.npy`` (int64, K + 1), ``entry_images.npy`` (int32) and
-``codes.npy`` (uint8 sign bits or float32 residuals).
+``codes.npy`` (uint8 sign bits or float32 residuals); it is still read.
 """
 
 from __future__ import annotations
@@ -14,19 +16,22 @@ from pathlib import Path
 
 import numpy as np
 
-from vlad._version import __version__
 from vlad.core._codebook import Codebook
 from vlad.core._files import check_format_version, read_numpy_file
 from vlad.errors import VladError
-from vlad.formats._folders import replace_folder
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.search._asmk_segment_files import (
+    SEGMENTED_VERSION,
+    read_segmented_index,
+    write_segmented_index,
+)
 from vlad.search._index_folders import folder_member, read_folder_json
 
 __all__ = ["FORMAT", "is_asmk_index", "load_asmk_index", "save_asmk_index"]
 
 FORMAT = "vlad asmk index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = SEGMENTED_VERSION
 _ARRAYS = ("word_offsets", "entry_images", "codes")
 
 
@@ -34,19 +39,7 @@ def save_asmk_index(
     index: ASMKIndex, path: str | os.PathLike, *, overwrite: bool = False
 ) -> None:
     """Write ``index`` to the folder ``path`` (see :meth:`ASMKIndex.save`)."""
-    record = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "vlad_version": __version__,
-        **index.record(),
-        "source": index.source,
-    }
-    with replace_folder(path, overwrite=overwrite) as folder:
-        (folder / "index.json").write_text(json.dumps(record, indent=2) + "\n")
-        (folder / "names.json").write_text(json.dumps(index.names))
-        index.codebook.save(folder / "codebook.npz")
-        for name in _ARRAYS:
-            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(index, name)))
+    write_segmented_index(index, path, overwrite=overwrite)
 
 
 def is_asmk_index(path: str | os.PathLike) -> bool:
@@ -90,7 +83,8 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         raise VladError(
             f"{folder} is not a vlad ASMK index: index.json does not say so"
         )
-    check_format_version(folder, record, FORMAT, FORMAT_VERSION)
+    if check_format_version(folder, record, FORMAT, FORMAT_VERSION) > 1:
+        return read_segmented_index(folder, record, mmap=mmap)
     names = _read_json(folder, "names.json", list)
     codebook = Codebook.load(_member(folder, "codebook.npz"))
     arrays = {

@@ -4,10 +4,12 @@ optional).
 - :mod:`vlad.backends.numba._kernels`: the compiled loops themselves;
 - :mod:`vlad.backends.numba._aggregator`: the ``numba`` aggregator;
 - :mod:`vlad.backends.numba._fused`: :func:`vlad.encode`'s pass with
-  assignment and aggregation fused.
+  assignment and aggregation fused;
+- :mod:`vlad.backends.numba._asmk_kernels`: ASMK* search's pass over the
+  posting lists.
 
-This module loads the kernels (:func:`numba_kernels`) and imports numba only
-then.
+This module loads the kernels (:func:`numba_kernels`, :func:`asmk_kernels`)
+and imports numba only then.
 """
 
 from __future__ import annotations
@@ -39,10 +41,22 @@ def numba_kernels() -> ModuleType:
     return importlib.import_module("vlad.backends.numba._kernels")
 
 
+def asmk_kernels() -> ModuleType | None:
+    """The module of ASMK*'s compiled search loop (``add_binary_scores``), or
+    None when numba is not installed (the search then runs on NumPy alone).
+    """
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None
+    return importlib.import_module("vlad.backends.numba._asmk_kernels")
+
+
 __getattr__, __dir__ = attach(
     __name__,
     {},
 )
 __all__ = [
+    "asmk_kernels",
     "numba_kernels",
 ]
