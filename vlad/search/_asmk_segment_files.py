@@ -555,8 +555,9 @@ def _similarities_name(number: int) -> str:
 
 @contextlib.contextmanager
 def _writer_lock(folder: Path) -> Iterator[None]:
-    """Hold the index folder's writer lock (a lock on ``folder/.lock``) for
-    the block; refused in one line while another process holds it."""
+    """Hold the index folder's writer lock (an advisory lock on the folder
+    itself, which leaves no file behind) for the block; refused in one line
+    while another process holds it."""
     if not folder.is_dir():
         if folder.exists():
             raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
@@ -566,17 +567,17 @@ def _writer_lock(folder: Path) -> Iterator[None]:
     except ImportError:  # no advisory locks here: one writer at a time is on you
         yield
         return
-    with open(folder / ".lock", "a") as handle:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise VladError(
                 f"another process is changing {folder}; try again when it is done"
             ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _member(folder: Path, name: str) -> Path:
