@@ -31,7 +31,6 @@ from vlad.search._asmk_kernel import (
     code_dtype,
     code_width,
     encode_residuals,
-    word_quantizer,
 )
 from vlad.search._asmk_parts import (
     checked_names,
@@ -40,6 +39,7 @@ from vlad.search._asmk_parts import (
     parts_record,
     renamed,
 )
+from vlad.search._asmk_quantizer import EXACT, WordQuantizer
 from vlad.search._asmk_scoring import query_scores
 from vlad.search._asmk_segments import (
     ListSegment,
@@ -92,6 +92,15 @@ class ASMKIndex:
         ``n_w`` of them holding the word; 1 for a word none holds).
     source : dict, optional
         How the index was made (codebook fingerprint, descriptor record).
+    quantizer : str, default="Flat"
+        How descriptors find their nearest words: ``"Flat"`` compares them
+        with every word (exact); a faiss ``index_factory`` string such as
+        ``"HNSW32"`` or ``"IVF1024,Flat"`` searches an index over the words
+        (approximate, several times faster with tens of thousands of words;
+        needs faiss). Built when first needed, and kept with a saved index.
+    quantizer_parameters : str, optional
+        faiss search parameters of that index (``"efSearch=64"``,
+        ``"nprobe=32"``); settable later, as :attr:`quantizer_parameters`.
     """
 
     def __init__(
@@ -107,6 +116,8 @@ class ASMKIndex:
         threshold: float = 0.0,
         idf: bool = False,
         source: dict | None = None,
+        quantizer: str = EXACT,
+        quantizer_parameters: str | None = None,
     ):
         self.codebook = codebook
         self.names = list(names)
@@ -115,7 +126,9 @@ class ASMKIndex:
         self.threshold = float(threshold)
         self.idf = bool(idf)
         self.source = dict(source or {})
-        self._quantize = None
+        self.quantizer = quantizer
+        self._quantizer_parameters = quantizer_parameters
+        self._quantize: WordQuantizer | None = None
         self._set_segments(
             [ListSegment(0, len(self.names), word_offsets, entry_images, codes)]
         )
@@ -128,10 +141,12 @@ class ASMKIndex:
         segments: Sequence[ListSegment],
         *,
         self_similarities: np.ndarray | None = None,
+        word_quantizer: WordQuantizer | None = None,
         **settings,
     ) -> ASMKIndex:
         """An index of ``segments`` (consecutive, covering ``names``); the
-        images' self-similarities with idf weights when already known."""
+        images' self-similarities with idf weights, and the quantizer, when
+        already known."""
         first = segments[0]
         index = cls(
             codebook,
@@ -142,6 +157,7 @@ class ASMKIndex:
             **settings,
         )
         index._set_segments(segments, self_similarities)
+        index._quantize = word_quantizer
         return index
 
     def _set_segments(
@@ -395,6 +411,8 @@ class ASMKIndex:
             "threshold": self.threshold,
             "idf": self.idf,
             "bytes_per_entry": self.bytes_per_entry,
+            "quantizer": self.quantizer,
+            "quantizer_parameters": self.quantizer_parameters,
         }
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
@@ -416,9 +434,25 @@ class ASMKIndex:
 
         save_asmk_index(self, path, overwrite=overwrite)
 
-    def _quantizer(self):
+    @property
+    def quantizer_parameters(self) -> str | None:
+        """faiss search parameters of the index over the words (None: its
+        defaults, or ``"Flat"``'s exact search, which has none)."""
+        return self._quantizer_parameters
+
+    @quantizer_parameters.setter
+    def quantizer_parameters(self, parameters: str | None) -> None:
+        if self._quantize is not None and parameters is not None:
+            self._quantize.set_parameters(parameters)
+        elif self._quantize is not None:
+            self._quantize = None  # built again with the index's defaults
+        self._quantizer_parameters = parameters
+
+    def _quantizer(self) -> WordQuantizer:
         if self._quantize is None:
-            self._quantize = word_quantizer(self.codebook.centers)
+            self._quantize = WordQuantizer(
+                self.codebook.centers, self.quantizer, self._quantizer_parameters
+            )
         return self._quantize
 
     def _single_segment(self) -> ListSegment:
@@ -496,6 +530,8 @@ def build_asmk_index(
     alpha: float = 3.0,
     threshold: float = 0.0,
     idf: bool = False,
+    quantizer: str = EXACT,
+    quantizer_parameters: str | None = None,
 ) -> ASMKIndex:
     """Index images' local descriptors for search by ASMK (or ASMK*).
 
@@ -511,8 +547,10 @@ def build_asmk_index(
         Euclidean; thousands of words, ``vlad fit --n-clusters 8192 --backend faiss``).
     names : sequence of str, optional
         Default the sets' names.
-    binary, alpha, threshold, idf
-        As :class:`ASMKIndex`.
+    binary, alpha, threshold, idf, quantizer, quantizer_parameters
+        As :class:`ASMKIndex`. An approximate ``quantizer`` assigns the
+        images' descriptors too; ``"Flat"`` (exact) gives the same index
+        whatever the machine.
 
     Returns
     -------
@@ -561,6 +599,8 @@ def build_asmk_index(
         alpha=alpha,
         threshold=threshold,
         idf=idf,
+        quantizer=quantizer,
+        quantizer_parameters=quantizer_parameters,
         source={
             "codebook": {
                 "fingerprint": codebook.fingerprint,
@@ -569,6 +609,7 @@ def build_asmk_index(
             "descriptor": descriptor_record,
         },
     )
+    index._quantizer()  # a bad quantizer refused before any descriptor is read
     index.add(descriptor_sets, names)
     return index
 

@@ -15,6 +15,8 @@ A folder holds::
         codes.npy              uint8 sign bits or float32 residuals
         image_entries.npy      int32 (images,), words of each image
     self-similarities-00000.npy   with idf only: float64 (images,)
+    quantizer.npy              with an approximate quantizer only: its index
+                               over the words, in faiss's format (uint8)
 
 ``index.json`` is written last, atomically, and names every file that
 belongs to the index: a writer killed before it leaves the index as it was,
@@ -45,6 +47,7 @@ from vlad.errors import VladError
 from vlad.formats._folders import remove_stale_folders, replace_folder
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.search._asmk_quantizer import EXACT, WordQuantizer
 from vlad.search._asmk_segments import ListSegment, merge_segments
 from vlad.search._index_folders import folder_member, read_folder_json
 
@@ -63,8 +66,8 @@ KIND = "vlad ASMK index"
 _SEGMENT_NAME = re.compile(r"segment-([0-9]{5,})\Z")
 _SELF_SIMILARITIES = re.compile(r"self-similarities-([0-9]{5,})\.npy\Z")
 _HIDDEN_SEGMENT = re.compile(r"\.(segment-[0-9]{5,})\.")
-#: The arrays of a segment: name -> (dtype, shape) given the segment's record.
-_ARRAYS = ("word_offsets", "entry_images", "codes", "image_entries")
+#: The index over the words of an approximate quantizer, in faiss's format.
+QUANTIZER = "quantizer.npy"
 
 
 def write_segmented_index(
@@ -94,6 +97,9 @@ def write_segmented_index(
                 folder / similarities,
                 index._statistics_now().self_similarities,
             )
+        quantizer = index._quantizer()
+        if not quantizer.exact:
+            np.save(folder / QUANTIZER, quantizer.to_bytes())
         (folder / "index.json").write_text(_record_text(index, entries, similarities))
 
 
@@ -147,9 +153,30 @@ def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex
         names,
         segments,
         self_similarities=similarities,
+        word_quantizer=_read_quantizer(folder, settings, codebook),
         source=source if isinstance(source, dict) else None,
         **settings,
     )
+
+
+def _read_quantizer(folder: Path, settings: dict, codebook: Codebook):
+    """The index over the words of an approximate quantizer (None for the
+    exact one, made when first needed)."""
+    if settings["quantizer"] == EXACT:
+        return None
+    serialized = read_numpy_file(_member(folder, QUANTIZER), "vlad ASMK quantizer")
+    if serialized.dtype != np.uint8 or serialized.ndim != 1:
+        _damaged(folder, f"{QUANTIZER} holds {serialized.dtype} of shape "
+                 f"{serialized.shape}, not bytes")  # fmt: skip
+    try:
+        return WordQuantizer.from_bytes(
+            codebook.centers,
+            settings["quantizer"],
+            settings["quantizer_parameters"],
+            serialized,
+        )
+    except ValueError as error:
+        _damaged(folder, f"{QUANTIZER}: {error}")
 
 
 def append_asmk_index(
@@ -322,7 +349,18 @@ def _checked_settings(folder: Path, record: dict) -> dict:
         )
     except (TypeError, ValueError) as error:
         _damaged(folder, str(error))
-    return {"binary": binary, "alpha": alpha, "threshold": threshold, "idf": idf}
+    quantizer = record.get("quantizer", EXACT)
+    parameters = record.get("quantizer_parameters")
+    if not isinstance(quantizer, str) or not isinstance(parameters, (str, type(None))):
+        _damaged(folder, "index.json names its quantizer otherwise than by a string")
+    return {
+        "binary": binary,
+        "alpha": alpha,
+        "threshold": threshold,
+        "idf": idf,
+        "quantizer": quantizer,
+        "quantizer_parameters": parameters,
+    }
 
 
 def _settings_of(index: ASMKIndex) -> dict:
@@ -331,6 +369,9 @@ def _settings_of(index: ASMKIndex) -> dict:
         "alpha": index.alpha,
         "threshold": index.threshold,
         "idf": index.idf,
+        "quantizer": index.quantizer,
+        "quantizer_parameters": index.quantizer_parameters,
+        "word_quantizer": index._quantizer(),
     }
 
 
