@@ -25,7 +25,7 @@ from vlad.search import (
     load_asmk_index,
     merge_asmk_index,
 )
-from vlad.search._asmk_segments import ListSegment, merge_segments
+from vlad.search._asmk_segments import ASMKSegment, merge_segments
 
 HERE = Path(__file__).parent
 VERSION_1 = HERE / "data" / "asmk-index-v1"
@@ -149,7 +149,7 @@ def test_merging_in_runs_of_any_size_keeps_every_list_in_order(lengths, max_entr
         offsets = np.zeros(n_words + 1, np.int64)
         np.cumsum(np.bincount(words, minlength=n_words), out=offsets[1:])
         segments.append(
-            ListSegment(
+            ASMKSegment(
                 first,
                 n_images,
                 offsets,

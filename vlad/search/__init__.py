@@ -18,7 +18,8 @@ from vlad._lazy import attach
 if TYPE_CHECKING:
     from vlad.search._asmk import ASMKIndex, build_asmk_index
     from vlad.search._asmk_files import is_asmk_index, load_asmk_index
-    from vlad.search._asmk_segment_files import append_asmk_index, merge_asmk_index
+    from vlad.search._asmk_segments import ASMKSegment
+    from vlad.search._asmk_updates import append_asmk_index, merge_asmk_index
     from vlad.search._exact import search_exact
     from vlad.search._expansion import QueryExpansion, augment_database, expand_queries
     from vlad.search._index import VectorIndex, build_index, load_index
@@ -32,12 +33,13 @@ __getattr__, __dir__ = attach(
     __name__,
     {
         "ASMKIndex": "vlad.search._asmk",
+        "ASMKSegment": "vlad.search._asmk_segments",
         "PCAWhitening": "vlad.search._whitening",
         "QueryExpansion": "vlad.search._expansion",
         "QueryResult": "vlad.search._results",
         "SearchResults": "vlad.search._results",
         "VectorIndex": "vlad.search._index",
-        "append_asmk_index": "vlad.search._asmk_segment_files",
+        "append_asmk_index": "vlad.search._asmk_updates",
         "augment_database": "vlad.search._expansion",
         "build_asmk_index": "vlad.search._asmk",
         "build_index": "vlad.search._index",
@@ -48,7 +50,7 @@ __getattr__, __dir__ = attach(
         "is_asmk_index": "vlad.search._asmk_files",
         "load_asmk_index": "vlad.search._asmk_files",
         "load_index": "vlad.search._index",
-        "merge_asmk_index": "vlad.search._asmk_segment_files",
+        "merge_asmk_index": "vlad.search._asmk_updates",
         "read_rankings": "vlad.search._results",
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
@@ -57,6 +59,7 @@ __getattr__, __dir__ = attach(
 )
 __all__ = [
     "ASMKIndex",
+    "ASMKSegment",
     "PCAWhitening",
     "QueryExpansion",
     "QueryResult",

@@ -21,38 +21,28 @@ import numpy as np
 
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
-from vlad.core._validation import check_finite, check_positive_int
+from vlad.core._validation import check_finite
 from vlad.errors import VladError
 from vlad.images._extractors import check_same_kind
 from vlad.images._sift import SiftOptions
 from vlad.search._asmk_kernel import (
-    aggregate_residuals,
     check_kernel_parameters,
     code_dtype,
     code_width,
-    encode_residuals,
 )
-from vlad.search._asmk_parts import (
-    checked_names,
-    descriptor_parts,
-    parts_names,
-    parts_record,
-    renamed,
-)
+from vlad.search._asmk_parts import new_segment, parts_record
 from vlad.search._asmk_quantizer import EXACT, WordQuantizer
-from vlad.search._asmk_scoring import query_scores
+from vlad.search._asmk_scoring import search_queries
 from vlad.search._asmk_segments import (
-    ListSegment,
+    ASMKSegment,
+    check_segments,
     merge_segments,
-    segment_from_entries,
 )
 from vlad.search._asmk_weights import IndexWeights, index_weights
-from vlad.search._inverted_lists import best_rows
-from vlad.search._results import SearchResults, empty_result, results_from_arrays
+from vlad.search._results import SearchResults
 
 __all__ = ["ASMKIndex", "build_asmk_index", "check_same_descriptors"]
 
-NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches nothing"
 #: Words each query descriptor is assigned to unless told otherwise, by
 #: kernel: chosen on the real-view and copy benchmarks (docs/asmk.md), where
 #: full residuals ranked better with 3 than with 5, and sign bits worse.
@@ -130,7 +120,68 @@ class ASMKIndex:
         self._quantizer_parameters = quantizer_parameters
         self._quantize: WordQuantizer | None = None
         self._set_segments(
-            [ListSegment(0, len(self.names), word_offsets, entry_images, codes)]
+            [ASMKSegment(0, len(self.names), word_offsets, entry_images, codes)]
+        )
+
+    @classmethod
+    def from_segments(
+        cls,
+        codebook: Codebook,
+        names: Sequence[str],
+        segments: Sequence[ASMKSegment],
+        *,
+        binary: bool = True,
+        alpha: float = 3.0,
+        threshold: float = 0.0,
+        idf: bool = False,
+        source: dict | None = None,
+        quantizer: str = EXACT,
+        quantizer_parameters: str | None = None,
+    ) -> ASMKIndex:
+        """An index of posting lists made elsewhere, segment after segment.
+
+        Segments made by other indexes of the same codebook and settings
+        (each index's :attr:`segments`, renumbered to follow each other)
+        make one index without being copied: as faiss's
+        ``HStackInvertedLists`` stacks inverted lists.
+
+        Parameters
+        ----------
+        codebook : Codebook
+        names : sequence of str
+            Every image's name, in the segments' order.
+        segments : sequence of ASMKSegment
+            The first starting at image 0, each one where the previous one
+            stops; of the codebook's words and of codes of the kernel's kind.
+        binary, alpha, threshold, idf, source, quantizer, quantizer_parameters
+            As :class:`ASMKIndex`.
+
+        Raises
+        ------
+        ValueError
+            Segments that do not follow each other, of other words or
+            codes, or names of another number of images.
+        """
+        names = list(names)
+        alpha, threshold = check_kernel_parameters(alpha, threshold)
+        check_segments(
+            segments,
+            codebook.n_clusters,
+            code_width(codebook.n_features, binary),
+            code_dtype(binary),
+            len(names),
+        )
+        return cls._from_segments(
+            codebook,
+            names,
+            segments,
+            binary=binary,
+            alpha=alpha,
+            threshold=threshold,
+            idf=idf,
+            source=source,
+            quantizer=quantizer,
+            quantizer_parameters=quantizer_parameters,
         )
 
     @classmethod
@@ -138,7 +189,7 @@ class ASMKIndex:
         cls,
         codebook: Codebook,
         names: Sequence[str],
-        segments: Sequence[ListSegment],
+        segments: Sequence[ASMKSegment],
         *,
         self_similarities: np.ndarray | None = None,
         word_quantizer: WordQuantizer | None = None,
@@ -162,7 +213,7 @@ class ASMKIndex:
 
     def _set_segments(
         self,
-        segments: Sequence[ListSegment],
+        segments: Sequence[ASMKSegment],
         self_similarities: np.ndarray | None = None,
     ) -> None:
         self.segments = tuple(segments)
@@ -271,7 +322,7 @@ class ASMKIndex:
         ValueError
             Descriptors of another width or kind than the index's.
         """
-        segment, names = self._new_segment(descriptor_sets, names)
+        segment, names = new_segment(self, descriptor_sets, names)
         self.names.extend(names)
         # A segment of no images holds nothing (the one of an empty index).
         kept = [part for part in (*self.segments, segment) if part.n_images > 0]
@@ -289,19 +340,6 @@ class ASMKIndex:
             statistics, known = self._statistics, self._known_self_similarities
             self._set_segments([merge_segments(self.segments)], known)
             self._statistics = statistics  # the same images, the same words
-
-    def _new_segment(self, descriptor_sets, names) -> tuple[ListSegment, list[str]]:
-        """The segment of new images (numbered after the index's) and their names."""
-        images, words, codes, added = self._entries(descriptor_sets, "descriptor_sets")
-        names = checked_names(
-            parts_names(descriptor_sets) if names is None else names,
-            added,
-            self.n_images,
-        )
-        segment = segment_from_entries(
-            images, words, codes, self.n_words, self.n_images, added
-        )
-        return segment, names
 
     def search(
         self,
@@ -340,64 +378,7 @@ class ASMKIndex:
             Descriptors of another width or kind, NaN or infinite values,
             ``k`` or ``multiple_assignment`` < 1.
         """
-        k = check_positive_int(k, "k")
-        if multiple_assignment is None:
-            multiple_assignment = self.default_multiple_assignment
-        n_nearest = min(
-            check_positive_int(multiple_assignment, "multiple_assignment"),
-            self.n_words,
-        )
-        statistics = self._statistics_now()
-        stored = statistics.stored
-        notes = []
-        if k > stored:
-            notes.append(
-                f"k={k} but the index holds {stored} images with descriptors: "
-                f"each query gets at most {stored}"
-            )
-        record = {
-            "k": k,
-            "multiple_assignment": n_nearest,
-            "index": self.record(),
-        }
-        parts = descriptor_parts(query_sets)
-        results = []
-        weights = statistics.weights
-        name_array = np.array(self.names, dtype=object)
-        for sets in parts:
-            sets = self._checked_sets(sets, "query_sets")
-            images, words, residuals = aggregate_residuals(
-                sets.descriptors,
-                sets.offsets,
-                self._quantizer()(sets.descriptors, n_nearest),
-                self.codebook.centers.astype(np.float32),
-            )
-            codes = encode_residuals(residuals, self.binary)
-            bounds = np.searchsorted(images, np.arange(len(sets) + 1))
-            for t, name in enumerate(sets.names):
-                first, last = bounds[t], bounds[t + 1]
-                if first == last or stored == 0:
-                    reason = NO_DESCRIPTORS if first == last else "the index is empty"
-                    results.append(empty_result(name, reason))
-                    continue
-                scores = self._scores(words[first:last], codes[first:last], weights)
-                norms = np.sqrt(
-                    weights[words[first:last]].sum() * statistics.self_similarities
-                )
-                scores = np.divide(
-                    scores, norms, out=np.zeros_like(scores), where=norms > 0
-                )
-                rows = best_rows(scores, statistics.has_words, min(k, stored))
-                results.extend(
-                    results_from_arrays(
-                        [name], name_array, scores[None, rows], rows[None, :]
-                    )
-                )
-        if query_names is not None:
-            query_names = checked_names(query_names, len(results), 0)
-            for position, name in enumerate(query_names):
-                results[position] = renamed(results[position], name)
-        return SearchResults(results, record, notes)
+        return search_queries(self, query_sets, k, multiple_assignment, query_names)
 
     def record(self) -> dict:
         """JSON description of the index."""
@@ -455,7 +436,7 @@ class ASMKIndex:
             )
         return self._quantize
 
-    def _single_segment(self) -> ListSegment:
+    def _single_segment(self) -> ASMKSegment:
         if len(self.segments) > 1:
             raise VladError(
                 f"the index has {len(self.segments)} segments: merge() them into "
@@ -471,40 +452,6 @@ class ASMKIndex:
                 self.segments, self.n_words, self.idf, self._known_self_similarities
             )
         return self._statistics
-
-    def _scores(self, words, codes, weights) -> np.ndarray:
-        """Unnormalised kernel of one query (its distinct words and their
-        codes) with every image, from the lists of its words alone."""
-        return query_scores(
-            self.segments,
-            self.n_images,
-            words,
-            codes,
-            weights,
-            binary=self.binary,
-            alpha=self.alpha,
-            threshold=self.threshold,
-            n_features=self.n_features,
-        )
-
-    def _entries(self, descriptor_sets, what: str):
-        """Entries (images, words, codes) of new images, and how many images."""
-        centers = self.codebook.centers.astype(np.float32)
-        blocks, n_images = [], 0
-        for sets in descriptor_parts(descriptor_sets):
-            sets = self._checked_sets(sets, what)
-            labels = self._quantizer()(sets.descriptors, 1)
-            images, words, residuals = aggregate_residuals(
-                sets.descriptors, sets.offsets, labels, centers
-            )
-            blocks.append(
-                (images + n_images, words, encode_residuals(residuals, self.binary))
-            )
-            n_images += len(sets)
-        images, words, codes = (
-            np.concatenate(part) for part in zip(*blocks, strict=True)
-        )
-        return images, words, codes, n_images
 
     def _checked_sets(self, sets: DescriptorSets, what: str) -> DescriptorSets:
         if sets.n_features != self.n_features:

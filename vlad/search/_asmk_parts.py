@@ -1,17 +1,24 @@
 """Descriptor sets as ASMK reads them: a part at a time (a folder of
 shards shard by shard, hloc's features a few hundred images at a time), with
-their record and names; names checked against the images they name."""
+their record and names; names checked against the images they name; the
+entries (image, word, code) they make."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+import numpy as np
 
 from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
 from vlad.errors import VladError
+from vlad.search._asmk_kernel import aggregate_residuals, encode_residuals
+from vlad.search._asmk_segments import ASMKSegment, segment_from_entries
 
 __all__ = [
     "checked_names",
+    "descriptor_entries",
+    "new_segment",
     "descriptor_parts",
     "parts_names",
     "parts_record",
@@ -70,3 +77,56 @@ def checked_names(names, count: int, first: int) -> list[str]:
 
 def renamed(result, name: str):
     return dataclasses.replace(result, query=name)
+
+
+def descriptor_entries(
+    descriptor_sets,
+    checked: Callable[[DescriptorSets], DescriptorSets],
+    quantize: Callable[[np.ndarray, int], np.ndarray],
+    centers: np.ndarray,
+    binary: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The entries of images to index, a part at a time: each descriptor
+    assigned to its nearest word, residuals summed per image and word and
+    encoded.
+
+    Returns
+    -------
+    images, words : ndarray of int64 of shape (n_entries,)
+        Each entry's image (counted from 0) and word.
+    codes : ndarray of shape (n_entries, width)
+    n_images : int
+        Images read, with descriptors or not.
+    """
+    centers = np.asarray(centers, np.float32)
+    blocks, n_images = [], 0
+    for sets in descriptor_parts(descriptor_sets):
+        sets = checked(sets)
+        images, words, residuals = aggregate_residuals(
+            sets.descriptors, sets.offsets, quantize(sets.descriptors, 1), centers
+        )
+        blocks.append((images + n_images, words, encode_residuals(residuals, binary)))
+        n_images += len(sets)
+    images, words, codes = (np.concatenate(part) for part in zip(*blocks, strict=True))
+    return images, words, codes, n_images
+
+
+def new_segment(index, descriptor_sets, names) -> tuple[ASMKSegment, list[str]]:
+    """The segment of new images for ``index`` (an :class:`ASMKIndex`; they
+    are numbered after its images) and their names."""
+    images, words, codes, added = descriptor_entries(
+        descriptor_sets,
+        lambda sets: index._checked_sets(sets, "descriptor_sets"),
+        index._quantizer(),
+        index.codebook.centers,
+        index.binary,
+    )
+    names = checked_names(
+        parts_names(descriptor_sets) if names is None else names,
+        added,
+        index.n_images,
+    )
+    segment = segment_from_entries(
+        images, words, codes, index.n_words, index.n_images, added
+    )
+    return segment, names

@@ -18,15 +18,13 @@ The index over the words is kept with a saved ASMK index
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from vlad.errors import VladError
 from vlad.search._asmk_kernel import word_quantizer
-from vlad.search._faiss_store import (
-    _faiss_error,
-    _folded_clustering_warnings,
-    require_faiss,
-)
+from vlad.search._faiss_store import require_faiss
 
 __all__ = ["EXACT", "WordQuantizer"]
 
@@ -113,9 +111,7 @@ class WordQuantizer:
         try:
             faiss.ParameterSpace().set_index_parameters(self.index, parameters)
         except RuntimeError as error:
-            raise _faiss_error(
-                error, f"set {parameters!r} on {self.factory!r}"
-            ) from None
+            raise _one_line(error, f"set {parameters!r} on {self.factory!r}") from None
         self.parameters = parameters
 
     def to_bytes(self) -> np.ndarray:
@@ -136,7 +132,7 @@ class WordQuantizer:
         try:
             index = faiss.deserialize_index(np.ascontiguousarray(serialized, np.uint8))
         except RuntimeError as error:
-            raise _faiss_error(error, "read the index over the words") from None
+            raise _one_line(error, "read the index over the words") from None
         n_words, n_features = centers.shape
         if (
             index.ntotal != n_words
@@ -156,11 +152,25 @@ class WordQuantizer:
         try:
             index = faiss.index_factory(n_features, self.factory, faiss.METRIC_L2)
             if not index.is_trained:
-                with _folded_clustering_warnings(self.factory, n_words):
-                    index.train(self.centers)
+                with contextlib.suppress(RuntimeError):  # not an inverted file
+                    # Its lists' k-means on the words alone, without faiss's
+                    # warning (printed, not raised) below 39 words a list.
+                    faiss.extract_index_ivf(index).cp.min_points_per_centroid = 1
+                index.train(self.centers)
             index.add(self.centers)
         except RuntimeError as error:
-            raise _faiss_error(
+            raise _one_line(
                 error, f"index {n_words} words with {self.factory!r}"
             ) from None
         return index
+
+
+def _one_line(error: RuntimeError, action: str) -> VladError:
+    """faiss's C++ exception (a message and a trace over several lines) as
+    one line saying what could not be done."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    message = next(
+        (line.split("Error: ", 1)[-1] for line in lines if "Error" in line),
+        lines[-1] if lines else type(error).__name__,
+    )
+    return VladError(f"faiss could not {action}: {message}")

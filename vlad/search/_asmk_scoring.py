@@ -17,10 +17,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from vlad.backends.numba import asmk_kernels
-from vlad.search._asmk_kernel import binary_similarities, selectivity
-from vlad.search._asmk_segments import ListSegment, segment_lists
+from vlad.core._validation import check_positive_int
+from vlad.search._asmk_kernel import (
+    aggregate_residuals,
+    binary_similarities,
+    encode_residuals,
+    selectivity,
+)
+from vlad.search._asmk_parts import checked_names, descriptor_parts, renamed
+from vlad.search._asmk_segments import ASMKSegment, segment_lists
+from vlad.search._asmk_weights import IndexWeights
+from vlad.search._inverted_lists import best_rows
+from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
-__all__ = ["SEARCH_ENTRIES", "query_scores"]
+__all__ = ["NO_DESCRIPTORS", "SEARCH_ENTRIES", "query_scores", "search_queries"]
+
+NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches nothing"
 
 #: Posting-list entries compared at a time by the NumPy path (bounds its
 #: temporaries).
@@ -28,7 +40,7 @@ SEARCH_ENTRIES = 1 << 18
 
 
 def query_scores(
-    segments: Sequence[ListSegment],
+    segments: Sequence[ASMKSegment],
     n_images: int,
     words: np.ndarray,
     codes: np.ndarray,
@@ -44,7 +56,7 @@ def query_scores(
 
     Parameters
     ----------
-    segments : sequence of ListSegment
+    segments : sequence of ASMKSegment
     n_images : int
     words : ndarray of int64 of shape (n_words_of_query,)
         The query's distinct words.
@@ -96,6 +108,28 @@ def query_scores(
     return scores
 
 
+def ranked_images(
+    segments: Sequence[ASMKSegment],
+    words: np.ndarray,
+    codes: np.ndarray,
+    statistics: IndexWeights,
+    k: int,
+    **kernel,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best images of one query (its distinct words and codes) and
+    their normalised scores, best first (ties to the lower image number);
+    ``kernel`` as :func:`query_scores`'s keywords."""
+    weights = statistics.weights
+    similarities = statistics.self_similarities
+    scores = query_scores(
+        segments, similarities.shape[0], words, codes, weights, **kernel
+    )
+    norms = np.sqrt(weights[words].sum() * similarities)
+    scores = np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
+    rows = best_rows(scores, statistics.has_words, k)
+    return rows, scores[rows]
+
+
 def _compiled_binary(
     kernels, segment, words, codes, query_weights, scores, alpha, threshold,
     n_features,
@@ -123,3 +157,67 @@ def _compiled_binary(
         np.float32(threshold),
         scores,
     )
+
+
+def search_queries(
+    index, query_sets, k: int, multiple_assignment: int | None, query_names
+) -> SearchResults:
+    """:meth:`vlad.search.ASMKIndex.search` of ``index``."""
+    k = check_positive_int(k, "k")
+    if multiple_assignment is None:
+        multiple_assignment = index.default_multiple_assignment
+    n_nearest = min(
+        check_positive_int(multiple_assignment, "multiple_assignment"),
+        index.n_words,
+    )
+    statistics = index._statistics_now()
+    stored = statistics.stored
+    notes = []
+    if k > stored:
+        notes.append(
+            f"k={k} but the index holds {stored} images with descriptors: "
+            f"each query gets at most {stored}"
+        )
+    record = {
+        "k": k,
+        "multiple_assignment": n_nearest,
+        "index": index.record(),
+    }
+    parts = descriptor_parts(query_sets)
+    results = []
+    name_array = np.array(index.names, dtype=object)
+    for sets in parts:
+        sets = index._checked_sets(sets, "query_sets")
+        images, words, residuals = aggregate_residuals(
+            sets.descriptors,
+            sets.offsets,
+            index._quantizer()(sets.descriptors, n_nearest),
+            index.codebook.centers.astype(np.float32),
+        )
+        codes = encode_residuals(residuals, index.binary)
+        bounds = np.searchsorted(images, np.arange(len(sets) + 1))
+        for t, name in enumerate(sets.names):
+            first, last = bounds[t], bounds[t + 1]
+            if first == last or stored == 0:
+                reason = NO_DESCRIPTORS if first == last else "the index is empty"
+                results.append(empty_result(name, reason))
+                continue
+            rows, scores = ranked_images(
+                index.segments,
+                words[first:last],
+                codes[first:last],
+                statistics,
+                min(k, stored),
+                binary=index.binary,
+                alpha=index.alpha,
+                threshold=index.threshold,
+                n_features=index.n_features,
+            )
+            results.extend(
+                results_from_arrays([name], name_array, scores[None, :], rows[None, :])
+            )
+    if query_names is not None:
+        query_names = checked_names(query_names, len(results), 0)
+        for position, name in enumerate(query_names):
+            results[position] = renamed(results[position], name)
+    return SearchResults(results, record, notes)

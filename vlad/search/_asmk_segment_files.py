@@ -29,12 +29,10 @@ refused in one line) and maps the arrays, reading only the word offsets
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,20 +40,30 @@ import numpy as np
 from vlad._version import __version__
 from vlad.core._codebook import Codebook
 from vlad.core._files import read_numpy_file
-from vlad.core._writing import atomic_write
 from vlad.errors import VladError
-from vlad.formats._folders import remove_stale_folders, replace_folder
+from vlad.formats._folders import replace_folder
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
 from vlad.search._asmk_quantizer import EXACT, WordQuantizer
-from vlad.search._asmk_segments import ListSegment, merge_segments
+from vlad.search._asmk_segments import ASMKSegment
 from vlad.search._index_folders import folder_member, read_folder_json
 
 __all__ = [
+    "QUANTIZER",
     "SEGMENTED_VERSION",
-    "append_asmk_index",
-    "merge_asmk_index",
+    "SEGMENT_FORMAT",
+    "SEGMENT_NAME",
+    "SELF_SIMILARITIES",
+    "damaged",
+    "member",
+    "read_record",
     "read_segmented_index",
+    "record_text",
+    "segment_entry",
+    "segment_name",
+    "settings_of",
+    "similarities_name",
+    "write_segment_files",
     "write_segmented_index",
 ]
 
@@ -63,9 +71,8 @@ __all__ = [
 SEGMENTED_VERSION = 2
 SEGMENT_FORMAT = "vlad asmk segment"
 KIND = "vlad ASMK index"
-_SEGMENT_NAME = re.compile(r"segment-([0-9]{5,})\Z")
-_SELF_SIMILARITIES = re.compile(r"self-similarities-([0-9]{5,})\.npy\Z")
-_HIDDEN_SEGMENT = re.compile(r"\.(segment-[0-9]{5,})\.")
+SEGMENT_NAME = re.compile(r"segment-([0-9]{5,})\Z")
+SELF_SIMILARITIES = re.compile(r"self-similarities-([0-9]{5,})\.npy\Z")
 #: The index over the words of an approximate quantizer, in faiss's format.
 QUANTIZER = "quantizer.npy"
 
@@ -80,19 +87,19 @@ def write_segmented_index(
         index.codebook.save(folder / "codebook.npz")
         entries = []
         for number, segment in enumerate(index.segments):
-            name = _segment_name(number)
+            name = segment_name(number)
             (folder / name).mkdir()
-            _write_segment_files(
+            write_segment_files(
                 folder / name,
                 segment,
                 index.names[segment.first_image : segment.stop_image],
                 index,
                 fingerprint,
             )
-            entries.append(_segment_entry(name, segment))
+            entries.append(segment_entry(name, segment))
         similarities = None
         if index.idf:
-            similarities = _similarities_name(len(index.segments) - 1)
+            similarities = similarities_name(len(index.segments) - 1)
             np.save(
                 folder / similarities,
                 index._statistics_now().self_similarities,
@@ -100,7 +107,7 @@ def write_segmented_index(
         quantizer = index._quantizer()
         if not quantizer.exact:
             np.save(folder / QUANTIZER, quantizer.to_bytes())
-        (folder / "index.json").write_text(_record_text(index, entries, similarities))
+        (folder / "index.json").write_text(record_text(index, entries, similarities))
 
 
 def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex:
@@ -114,18 +121,18 @@ def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex
         others, a truncated array, a segment of another codebook.
     """
     settings = _checked_settings(folder, record)
-    codebook = Codebook.load(_member(folder, "codebook.npz"))
+    codebook = Codebook.load(member(folder, "codebook.npz"))
     fingerprint = codebook.fingerprint
     recorded = (record.get("source") or {}).get("codebook") or {}
     if recorded.get("fingerprint", fingerprint) != fingerprint:
-        _damaged(
+        damaged(
             folder,
             f"codebook.npz has fingerprint {fingerprint} but index.json says "
             f"{recorded.get('fingerprint')}",
         )
     entries = record.get("segments")
     if not isinstance(entries, list) or not entries:
-        _damaged(folder, "index.json lists no segments")
+        damaged(folder, "index.json lists no segments")
     segments, names = [], []
     for position, entry in enumerate(entries):
         expected_first = segments[-1].stop_image if segments else 0
@@ -133,12 +140,12 @@ def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex
             folder, entry, expected_first, codebook, settings["binary"], mmap
         )
         if position == 0 and entry.get("first_image") != 0:
-            _damaged(folder, "its first segment does not start at image 0")
+            damaged(folder, "its first segment does not start at image 0")
         segments.append(segment)
         names.extend(segment_names)
     totals = (len(names), sum(segment.n_entries for segment in segments))
     if totals != (record.get("n_images"), record.get("n_entries")):
-        _damaged(
+        damaged(
             folder,
             f"its segments hold {totals[0]} images and {totals[1]} entries but "
             f"index.json says {record.get('n_images')} and "
@@ -164,9 +171,9 @@ def _read_quantizer(folder: Path, settings: dict, codebook: Codebook):
     exact one, made when first needed)."""
     if settings["quantizer"] == EXACT:
         return None
-    serialized = read_numpy_file(_member(folder, QUANTIZER), "vlad ASMK quantizer")
+    serialized = read_numpy_file(member(folder, QUANTIZER), "vlad ASMK quantizer")
     if serialized.dtype != np.uint8 or serialized.ndim != 1:
-        _damaged(folder, f"{QUANTIZER} holds {serialized.dtype} of shape "
+        damaged(folder, f"{QUANTIZER} holds {serialized.dtype} of shape "
                  f"{serialized.shape}, not bytes")  # fmt: skip
     try:
         return WordQuantizer.from_bytes(
@@ -176,183 +183,27 @@ def _read_quantizer(folder: Path, settings: dict, codebook: Codebook):
             serialized,
         )
     except ValueError as error:
-        _damaged(folder, f"{QUANTIZER}: {error}")
+        damaged(folder, f"{QUANTIZER}: {error}")
 
 
-def append_asmk_index(
-    path: str | os.PathLike,
-    descriptor_sets,
-    *,
-    names: Sequence[str] | None = None,
-) -> ASMKIndex:
-    """Add images to an index folder as a new segment, touching nothing stored.
-
-    The new images' entries are written as a segment of their own, then
-    ``index.json`` is replaced (atomically) to name it: an append that fails
-    or is killed leaves the index as it was. With idf, the images'
-    self-similarities change with every image added, so they are computed
-    again from every entry's image number (4 bytes an entry) and written
-    beside; without idf, an append costs what it adds. Appends make
-    segments, each read on its own by a search: merge them with
-    :func:`merge_asmk_index` after many.
-
-    Parameters
-    ----------
-    path : path-like
-        An index folder written by :meth:`vlad.search.ASMKIndex.save`
-        (format version 1 folders are refused: save them again).
-    descriptor_sets : DescriptorSets, ShardedDescriptorSets or list of arrays
-        The new images' descriptors, of the index's kind.
-    names : sequence of str, optional
-        Default the sets' names.
-
-    Returns
-    -------
-    ASMKIndex
-        The index as it now is, memory-mapped.
-
-    Raises
-    ------
-    ValueError
-        Not an index of segments, a damaged one, descriptors of another kind
-        or width, another process changing the index at the same time.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> import vlad
-    >>> from vlad.search import append_asmk_index, build_asmk_index
-    >>> rng = np.random.default_rng(0)
-    >>> codebook = vlad.Codebook(rng.standard_normal((32, 8)))
-    >>> folder = os.path.join(tempfile.mkdtemp(), "index")
-    >>> images = [rng.standard_normal((20, 8)) for _ in range(3)]
-    >>> build_asmk_index(images[:2], codebook, names=["a", "b"]).save(folder)
-    >>> index = append_asmk_index(folder, images[2:], names=["c"])
-    >>> index.n_images, index.n_segments
-    (3, 2)
-    """
-    folder = Path(path)
-    with _writer_lock(folder):
-        record, index = _open_for_writing(folder)
-        segment, new_names = index._new_segment(descriptor_sets, names)
-        if segment.n_images == 0:
-            return index
-        number = _next_number(record)
-        name = _segment_name(number)
-        with replace_folder(folder / name, overwrite=True) as written:
-            _write_segment_files(
-                written, segment, new_names, index, index.codebook.fingerprint
-            )
-        grown = ASMKIndex._from_segments(
-            index.codebook,
-            [*index.names, *new_names],
-            [*index.segments, segment],
-            source=index.source,
-            **_settings_of(index),
-        )
-        similarities = record.get("self_similarities")
-        if index.idf:
-            similarities = _similarities_name(number)
-            with atomic_write(folder / similarities) as handle:
-                np.save(handle, grown._statistics_now().self_similarities)
-        entries = [*record["segments"], _segment_entry(name, segment)]
-        _commit(folder, grown, entries, similarities)
-        _remove_unreferenced(folder, entries, similarities)
-    return read_segmented_index(folder, _read_record(folder), mmap=True)
-
-
-def merge_asmk_index(path: str | os.PathLike) -> ASMKIndex:
-    """Merge the segments of an index folder into one, in place.
-
-    The merged segment is written beside the others (as much disk again as
-    the entries take), a run of words at a time, then ``index.json`` names it
-    alone and the old segments are removed. Searches give the same results
-    before and after, faster with one segment.
-
-    Parameters
-    ----------
-    path : path-like
-        An index folder of format version 2.
-
-    Returns
-    -------
-    ASMKIndex
-        The merged index, memory-mapped.
-
-    Raises
-    ------
-    ValueError
-        Not an index of segments, a damaged one, another process changing it
-        at the same time.
-    """
-    folder = Path(path)
-    with _writer_lock(folder):
-        record, index = _open_for_writing(folder)
-        if index.n_segments > 1:
-            name = _segment_name(_next_number(record))
-            n_entries = index.n_entries
-            width = index.segments[0].codes.shape[1]
-            dtype = index.segments[0].codes.dtype
-            with replace_folder(folder / name, overwrite=True) as written:
-                with (
-                    _new_array(
-                        written / "entry_images.npy", np.int32, (n_entries,)
-                    ) as images,
-                    _new_array(
-                        written / "codes.npy", dtype, (n_entries, width)
-                    ) as codes,
-                ):
-                    merged = merge_segments(
-                        index.segments, entry_images=images, codes=codes
-                    )
-                _write_segment_files(
-                    written,
-                    merged,
-                    index.names,
-                    index,
-                    index.codebook.fingerprint,
-                    entries_written=True,
-                )
-            entries = [_segment_entry(name, merged)]
-            similarities = record.get("self_similarities")
-            _commit(folder, index, entries, similarities)
-            _remove_unreferenced(folder, entries, similarities)
-    return read_segmented_index(folder, _read_record(folder), mmap=True)
-
-
-def _open_for_writing(folder: Path) -> tuple[dict, ASMKIndex]:
-    from vlad.search._asmk_files import load_asmk_index
-
-    index = load_asmk_index(folder, mmap=True)
-    record = _read_record(folder)
-    if record.get("format_version", 1) < SEGMENTED_VERSION:
-        raise VladError(
-            f"{folder} is an ASMK index of format version "
-            f"{record.get('format_version', 1)}, which cannot take segments: "
-            "load it and save it again to a new folder"
-        )
-    return record, index
-
-
-def _read_record(folder: Path) -> dict:
+def read_record(folder: Path) -> dict:
     return read_folder_json(folder, "index.json", dict, KIND)
 
 
 def _checked_settings(folder: Path, record: dict) -> dict:
     binary, idf = record.get("binary"), record.get("idf")
     if not isinstance(binary, bool) or not isinstance(idf, bool):
-        _damaged(folder, "index.json has no binary or idf setting")
+        damaged(folder, "index.json has no binary or idf setting")
     try:
         alpha, threshold = check_kernel_parameters(
             record.get("alpha"), record.get("threshold")
         )
     except (TypeError, ValueError) as error:
-        _damaged(folder, str(error))
+        damaged(folder, str(error))
     quantizer = record.get("quantizer", EXACT)
     parameters = record.get("quantizer_parameters")
     if not isinstance(quantizer, str) or not isinstance(parameters, (str, type(None))):
-        _damaged(folder, "index.json names its quantizer otherwise than by a string")
+        damaged(folder, "index.json names its quantizer otherwise than by a string")
     return {
         "binary": binary,
         "alpha": alpha,
@@ -363,7 +214,7 @@ def _checked_settings(folder: Path, record: dict) -> dict:
     }
 
 
-def _settings_of(index: ASMKIndex) -> dict:
+def settings_of(index: ASMKIndex) -> dict:
     return {
         "binary": index.binary,
         "alpha": index.alpha,
@@ -382,18 +233,18 @@ def _read_segment(
     codebook: Codebook,
     binary: bool,
     mmap: bool,
-) -> tuple[ListSegment, list[str]]:
+) -> tuple[ASMKSegment, list[str]]:
     """One segment, checked against its entry in index.json, its own record,
     the codebook and the segment before it."""
     name = entry.get("folder") if isinstance(entry, dict) else None
-    if not isinstance(name, str) or _SEGMENT_NAME.fullmatch(name) is None:
-        _damaged(folder, f"index.json lists a segment {entry!r}")
+    if not isinstance(name, str) or SEGMENT_NAME.fullmatch(name) is None:
+        damaged(folder, f"index.json lists a segment {entry!r}")
     place = folder / name
     if not place.is_dir():
-        _damaged(folder, f"no {name}")
+        damaged(folder, f"no {name}")
     own = read_folder_json(place, "segment.json", dict, "vlad ASMK segment")
     if own.get("format") != SEGMENT_FORMAT:
-        _damaged(folder, f"{name}/segment.json does not say it is a segment")
+        damaged(folder, f"{name}/segment.json does not say it is a segment")
     fingerprint = (own.get("codebook") or {}).get("fingerprint")
     if fingerprint != codebook.fingerprint:
         raise VladError(
@@ -423,7 +274,7 @@ def _read_segment(
     if not all(
         isinstance(value, int) and value >= 0 for value in (n_images, n_entries)
     ):
-        _damaged(folder, f"index.json lists {name} with {n_images!r} images")
+        damaged(folder, f"index.json lists {name} with {n_images!r} images")
     shapes = {
         "word_offsets": (np.int64, (codebook.n_clusters + 1,)),
         "entry_images": (np.int32, (n_entries,)),
@@ -438,7 +289,7 @@ def _read_segment(
             mmap=mmap,
         )
         if array.dtype != dtype or array.shape != shape:
-            _damaged(
+            damaged(
                 folder,
                 f"{name}/{array_name}.npy holds {array.dtype} of shape "
                 f"{array.shape}, not {np.dtype(dtype)} of shape {shape}",
@@ -446,17 +297,17 @@ def _read_segment(
         arrays[array_name] = array
     offsets = np.asarray(arrays["word_offsets"])
     if offsets[0] != 0 or offsets[-1] != n_entries or np.any(np.diff(offsets) < 0):
-        _damaged(folder, f"{name}/word_offsets.npy does not cover its entries")
+        damaged(folder, f"{name}/word_offsets.npy does not cover its entries")
     names = read_folder_json(place, "names.json", list, "vlad ASMK segment")
     if not all(isinstance(image, str) for image in names):
-        _damaged(folder, f"{name}/names.json holds names that are not strings")
+        damaged(folder, f"{name}/names.json holds names that are not strings")
     if len(names) != n_images:
-        _damaged(
+        damaged(
             folder,
             f"{name}/names.json names {len(names)} images; the segment holds "
             f"{n_images}",
         )
-    segment = ListSegment(
+    segment = ASMKSegment(
         first_image,
         n_images,
         arrays["word_offsets"],
@@ -469,13 +320,13 @@ def _read_segment(
 
 def _read_similarities(folder: Path, record: dict, n_images: int, mmap: bool):
     name = record.get("self_similarities")
-    if not isinstance(name, str) or _SELF_SIMILARITIES.fullmatch(name) is None:
-        _damaged(folder, "index.json names no self-similarities for its idf")
+    if not isinstance(name, str) or SELF_SIMILARITIES.fullmatch(name) is None:
+        damaged(folder, "index.json names no self-similarities for its idf")
     array = read_numpy_file(
-        _member(folder, name), "vlad ASMK self-similarities file", mmap=mmap
+        member(folder, name), "vlad ASMK self-similarities file", mmap=mmap
     )
     if array.dtype != np.float64 or array.shape != (n_images,):
-        _damaged(
+        damaged(
             folder,
             f"{name} holds {array.dtype} of shape {array.shape}, not float64 "
             f"of shape ({n_images},)",
@@ -483,9 +334,9 @@ def _read_similarities(folder: Path, record: dict, n_images: int, mmap: bool):
     return array
 
 
-def _write_segment_files(
+def write_segment_files(
     place: Path,
-    segment: ListSegment,
+    segment: ASMKSegment,
     names: Sequence[str],
     index: ASMKIndex,
     fingerprint: str,
@@ -518,19 +369,7 @@ def _write_segment_files(
     (place / "segment.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
-@contextlib.contextmanager
-def _new_array(path: Path, dtype, shape: tuple[int, ...]) -> Iterator[np.ndarray]:
-    """An ``.npy`` file of ``shape``, memory-mapped for writing, flushed to
-    the disk when the block ends."""
-    array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
-    try:
-        yield array
-        array.flush()
-    finally:
-        del array
-
-
-def _segment_entry(name: str, segment: ListSegment) -> dict:
+def segment_entry(name: str, segment: ASMKSegment) -> dict:
     return {
         "folder": name,
         "first_image": segment.first_image,
@@ -539,7 +378,7 @@ def _segment_entry(name: str, segment: ListSegment) -> dict:
     }
 
 
-def _record_text(index: ASMKIndex, entries: list[dict], similarities) -> str:
+def record_text(index: ASMKIndex, entries: list[dict], similarities) -> str:
     from vlad.search._asmk_files import FORMAT
 
     record = {
@@ -554,76 +393,17 @@ def _record_text(index: ASMKIndex, entries: list[dict], similarities) -> str:
     return json.dumps(record, indent=2) + "\n"
 
 
-def _commit(folder: Path, index: ASMKIndex, entries, similarities) -> None:
-    """Replace ``index.json`` (atomically): from now on it names ``entries``."""
-    with atomic_write(folder / "index.json") as handle:
-        handle.write(_record_text(index, entries, similarities).encode())
-
-
-def _remove_unreferenced(folder: Path, entries, similarities) -> None:
-    """Remove the segments and self-similarities that ``index.json`` no
-    longer names (replaced ones, or a killed writer's)."""
-    kept = {entry["folder"] for entry in entries} | {similarities}
-    for path in folder.iterdir():
-        if path.name in kept:
-            continue
-        if path.is_dir() and _SEGMENT_NAME.fullmatch(path.name):
-            shutil.rmtree(path, ignore_errors=True)
-        elif path.is_file() and _SELF_SIMILARITIES.fullmatch(path.name):
-            with contextlib.suppress(OSError):
-                path.unlink()
-        elif _HIDDEN_SEGMENT.match(path.name):
-            # A segment being written by a process that is gone.
-            remove_stale_folders(folder / _HIDDEN_SEGMENT.match(path.name).group(1))
-
-
-def _next_number(record: dict) -> int:
-    """A number after every segment's that index.json names."""
-    numbers = [
-        int(_SEGMENT_NAME.fullmatch(entry["folder"]).group(1))
-        for entry in record["segments"]
-    ]
-    return max(numbers) + 1
-
-
-def _segment_name(number: int) -> str:
+def segment_name(number: int) -> str:
     return f"segment-{number:05d}"
 
 
-def _similarities_name(number: int) -> str:
+def similarities_name(number: int) -> str:
     return f"self-similarities-{number:05d}.npy"
 
 
-@contextlib.contextmanager
-def _writer_lock(folder: Path) -> Iterator[None]:
-    """Hold the index folder's writer lock (an advisory lock on the folder
-    itself, which leaves no file behind) for the block; refused in one line
-    while another process holds it."""
-    if not folder.is_dir():
-        if folder.exists():
-            raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
-        raise FileNotFoundError(f"no such index folder: {folder}")
-    try:
-        import fcntl
-    except ImportError:  # no advisory locks here: one writer at a time is on you
-        yield
-        return
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise VladError(
-                f"another process is changing {folder}; try again when it is done"
-            ) from None
-        yield
-    finally:
-        os.close(descriptor)
-
-
-def _member(folder: Path, name: str) -> Path:
+def member(folder: Path, name: str) -> Path:
     return folder_member(folder, name, KIND)
 
 
-def _damaged(folder: Path, why: str):
+def damaged(folder: Path, why: str):
     raise VladError(f"{folder} is a damaged {KIND}: {why}")

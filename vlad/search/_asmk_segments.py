@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from vlad.errors import VladError
 from vlad.search._inverted_lists import (
     concatenated_ranges,
     inverted_lists,
@@ -29,8 +30,9 @@ from vlad.search._inverted_lists import (
 )
 
 __all__ = [
-    "ListSegment",
+    "ASMKSegment",
     "MERGE_ENTRIES",
+    "check_segments",
     "merge_segments",
     "segment_from_entries",
     "segment_lists",
@@ -41,7 +43,7 @@ __all__ = [
 MERGE_ENTRIES = 1 << 20
 
 
-class ListSegment:
+class ASMKSegment:
     """The posting lists of a run of consecutive images.
 
     Parameters
@@ -130,7 +132,7 @@ def segment_from_entries(
     n_words: int,
     first_image: int,
     n_images: int,
-) -> ListSegment:
+) -> ASMKSegment:
     """A segment of ``n_images`` new images from their entries.
 
     Parameters
@@ -149,7 +151,7 @@ def segment_from_entries(
         words, np.asarray(images, np.int64) + first_image, codes, n_words
     )
     counts = np.bincount(np.asarray(images, np.int64), minlength=n_images)
-    return ListSegment(
+    return ASMKSegment(
         first_image,
         n_images,
         offsets,
@@ -159,7 +161,7 @@ def segment_from_entries(
     )
 
 
-def total_word_counts(segments: Sequence[ListSegment], n_words: int) -> np.ndarray:
+def total_word_counts(segments: Sequence[ASMKSegment], n_words: int) -> np.ndarray:
     """Images holding each word over all segments, int64 of shape (n_words,)."""
     counts = np.zeros(n_words, np.int64)
     for segment in segments:
@@ -168,7 +170,7 @@ def total_word_counts(segments: Sequence[ListSegment], n_words: int) -> np.ndarr
 
 
 def segment_lists(
-    segment: ListSegment, words: np.ndarray, budget: int
+    segment: ASMKSegment, words: np.ndarray, budget: int
 ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
     """The entries of a segment's lists of ``words``, a block of lists at a
     time (about ``budget`` entries; a longer list is a block of its own).
@@ -189,12 +191,12 @@ def segment_lists(
 
 
 def merge_segments(
-    segments: Sequence[ListSegment],
+    segments: Sequence[ASMKSegment],
     *,
     entry_images: np.ndarray | None = None,
     codes: np.ndarray | None = None,
     max_entries: int = MERGE_ENTRIES,
-) -> ListSegment:
+) -> ASMKSegment:
     """One segment holding the entries of consecutive ``segments``.
 
     Word ``w``'s list is the concatenation of its lists in the segments, in
@@ -205,7 +207,7 @@ def merge_segments(
 
     Parameters
     ----------
-    segments : sequence of ListSegment
+    segments : sequence of ASMKSegment
         At least one; one after the other (each one's ``first_image`` is the
         previous one's ``stop_image``), all of the same words and codes.
     entry_images, codes : ndarray, optional
@@ -245,7 +247,7 @@ def merge_segments(
         entry_images[start:stop] = images_run
         codes[start:stop] = codes_run
     image_entries = np.concatenate([segment.image_entries for segment in segments])
-    return ListSegment(
+    return ASMKSegment(
         segments[0].first_image,
         sum(segment.n_images for segment in segments),
         offsets,
@@ -253,3 +255,49 @@ def merge_segments(
         codes,
         image_entries,
     )
+
+
+def check_segments(
+    segments: Sequence[ASMKSegment], n_words: int, width: int, dtype, n_images: int
+) -> None:
+    """Raise ``ValueError`` unless ``segments`` follow each other from image 0
+    to ``n_images``, each of ``n_words`` lists of codes of ``width`` values of
+    ``dtype``, its offsets covering its entries (reads the offsets, not the
+    entries).
+    """
+    if not segments or not all(isinstance(s, ASMKSegment) for s in segments):
+        raise VladError("segments must be a non-empty sequence of ASMKSegment")
+    stop = 0
+    for position, segment in enumerate(segments):
+        offsets = np.asarray(segment.word_offsets)
+        problem = None
+        if segment.first_image != stop:
+            problem = f"starts at image {segment.first_image}, not {stop}"
+        elif offsets.dtype != np.int64 or offsets.shape != (n_words + 1,):
+            problem = f"has {offsets.dtype} offsets of shape {offsets.shape}"
+        elif (
+            offsets[0] != 0
+            or offsets[-1] != segment.n_entries
+            or np.any(np.diff(offsets) < 0)
+        ):
+            problem = "has word offsets that do not cover its entries"
+        elif segment.entry_images.dtype != np.int32 or segment.entry_images.ndim != 1:
+            problem = f"has {segment.entry_images.dtype} image numbers"
+        elif segment.codes.dtype != dtype or segment.codes.shape != (
+            segment.n_entries,
+            width,
+        ):
+            problem = f"has {segment.codes.dtype} codes of shape {segment.codes.shape}"
+        elif segment._image_entries is not None and (
+            segment._image_entries.shape != (segment.n_images,)
+        ):
+            problem = f"counts the entries of {segment._image_entries.shape} images"
+        if problem:
+            raise VladError(
+                f"the segments disagree: segment {position} {problem} (expected "
+                f"{n_words} words, codes of {width} {np.dtype(dtype)}, each "
+                "segment starting where the previous one stops)"
+            )
+        stop = segment.stop_image
+    if stop != n_images:
+        raise VladError(f"{n_images} names for the {stop} images of the segments")

@@ -2,7 +2,7 @@
 computed once per state of the index instead of once per query.
 
 Without idf every word weighs 1 and an image's self-similarity is its number
-of words (the entries of :attr:`ListSegment.image_entries`). With idf, word
+of words (the entries of :attr:`ASMKSegment.image_entries`). With idf, word
 ``w`` weighs ``log(n / n_w) ** 2`` (``n`` images with words, ``n_w`` of them
 holding ``w``; 1 for a word none holds), and an image's self-similarity is
 the sum of its words' weights: it depends on every image, so it changes when
@@ -18,7 +18,7 @@ import numpy as np
 
 from vlad.search._asmk_segments import (
     MERGE_ENTRIES,
-    ListSegment,
+    ASMKSegment,
     total_word_counts,
 )
 from vlad.search._inverted_lists import list_blocks
@@ -49,7 +49,7 @@ class IndexWeights:
 
 
 def word_weights(
-    segments: Sequence[ListSegment], n_words: int, n_images: int
+    segments: Sequence[ASMKSegment], n_words: int, n_images: int
 ) -> np.ndarray:
     """idf weights ``log(n_images / n_w) ** 2`` of each word (1 for a word no
     image holds), float64 of shape (n_words,)."""
@@ -60,7 +60,7 @@ def word_weights(
 
 
 def idf_self_similarities(
-    segments: Sequence[ListSegment], weights: np.ndarray, n_images: int
+    segments: Sequence[ASMKSegment], weights: np.ndarray, n_images: int
 ) -> np.ndarray:
     """Each image's words' weights summed, float64 of shape (n_images,).
 
@@ -85,7 +85,7 @@ def idf_self_similarities(
 
 
 def index_weights(
-    segments: Sequence[ListSegment],
+    segments: Sequence[ASMKSegment],
     n_words: int,
     idf: bool,
     self_similarities: np.ndarray | None = None,
@@ -94,7 +94,7 @@ def index_weights(
 
     Parameters
     ----------
-    segments : sequence of ListSegment
+    segments : sequence of ASMKSegment
     n_words : int
     idf : bool
     self_similarities : ndarray of float64, optional
