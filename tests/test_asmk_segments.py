@@ -20,12 +20,14 @@ from hypothesis import strategies as st
 
 import vlad
 from vlad.search import (
+    ASMKIndex,
+    ASMKSegment,
     append_asmk_index,
     build_asmk_index,
     load_asmk_index,
     merge_asmk_index,
 )
-from vlad.search._asmk_segments import ASMKSegment, merge_segments
+from vlad.search._asmk_segments import merge_segments
 
 HERE = Path(__file__).parent
 VERSION_1 = HERE / "data" / "asmk-index-v1"
@@ -392,3 +394,39 @@ def test_what_a_killed_writer_left_is_removed_by_the_next(tmp_path):
         "segment-00003",
         "self-similarities-00003.npy",
     ]
+
+
+def test_indexes_stacked_from_segments_rank_as_one(tmp_path):
+    """Two indexes of the same words built apart (on two machines, say),
+    their segments stacked without a copy."""
+    centers, database, rng = random_problem(14, 6, [5, 4, 6, 3, 7])
+    codebook = vlad.Codebook(centers)
+    first = build_asmk_index(database[:2], codebook).segments[0]
+    second = build_asmk_index(database[2:], codebook).segments[0]
+    renumbered = ASMKSegment(
+        2,
+        second.n_images,
+        second.word_offsets,
+        second.entry_images + 2,
+        second.codes,
+        second.image_entries,
+    )
+    names = [str(position) for position in range(5)]
+    stacked = ASMKIndex.from_segments(codebook, names, [first, renumbered])
+    whole = build_asmk_index(database, codebook)
+    queries = [rng.standard_normal((5, 8)).astype(np.float32)]
+    assert_same_results(stacked.search(queries, k=5), whole.search(queries, k=5))
+    bad = [
+        ([first, second], names, "segment 1 starts at image 0, not 2"),
+        ([first, renumbered], names[:4], "4 names for the 5 images"),
+        ([renumbered], names, "segment 0 starts at image 2, not 0"),
+        ([], names, "a non-empty sequence of ASMKSegment"),
+    ]
+    for segments, named, message in bad:
+        with pytest.raises(ValueError, match=message):
+            ASMKIndex.from_segments(codebook, named, segments)
+    with pytest.raises(ValueError, match=r"segment 0 has uint8 codes of shape \(4, 1\)"):
+        ASMKIndex.from_segments(codebook, names, [first, renumbered], binary=False)
+    other_words = build_asmk_index(database[:2], vlad.Codebook(centers[:4]))
+    with pytest.raises(ValueError, match=r"int64 offsets of shape \(5,\)"):
+        ASMKIndex.from_segments(codebook, names[:2], other_words.segments)
