@@ -191,3 +191,80 @@ def test_a_folder_of_shards_gives_the_same_index_and_results(asmk_built, tmp_pat
         vlad.DescriptorSets.load(asmk_built / "descriptors.npz"), 2
     )
     assert read_rankings(tmp_path / "r.json") == expected.rankings()
+
+
+def test_appending_and_merging_give_the_index_of_all_images(asmk_built, tmp_path):
+    sets = vlad.DescriptorSets.load(asmk_built / "descriptors.npz")
+    sets.between(0, 3).save(tmp_path / "first.npz")
+    sets.between(3, len(sets)).save(tmp_path / "rest.npz")
+    common = ["--method", "asmk", "-o", tmp_path / "index"]
+    run("index", tmp_path / "first.npz", "-c", asmk_built / "codebook.npz", *common)
+    result = run("index", tmp_path / "rest.npz", "--append", *common, "-v")
+    assert f"{len(sets)} images in 2 segments" in result.output
+    appended = load_asmk_index(tmp_path / "index")
+    assert appended.n_segments == 2 and appended.names == sets.names
+    whole = load_asmk_index(asmk_built / "index")
+    assert appended.search(sets, 3).rankings() == whole.search(sets, 3).rankings()
+    sets.between(0, 1).save(tmp_path / "again.npz")
+    run("index", tmp_path / "again.npz", "--append", "--merge", *common)
+    merged = load_asmk_index(tmp_path / "index")
+    assert merged.n_segments == 1 and merged.n_images == len(sets) + 1
+    expected = build_asmk_index(sets, vlad.Codebook.load(asmk_built / "codebook.npz"))
+    expected.add(sets.between(0, 1))
+    expected.merge()
+    for name in ("word_offsets", "entry_images", "codes"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(expected, name))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message", "exit_code"),
+    [
+        (["--append", "-c", "CODEBOOK"], "codebook cannot be given", 1),
+        (["--append", "--idf"], "idf cannot be given", 1),
+        (["--merge", "-c", "CODEBOOK"], "merge applies to append", 1),
+        (["--append"], "no such index folder", 1),
+    ],
+)
+def test_appending_takes_the_index_s_settings(
+    asmk_built, tmp_path, arguments, message, exit_code
+):
+    arguments = [
+        asmk_built / "codebook.npz" if argument == "CODEBOOK" else argument
+        for argument in arguments
+    ]
+    result = run(
+        "index",
+        asmk_built / "descriptors.npz",
+        "--method",
+        "asmk",
+        *arguments,
+        "-o",
+        tmp_path / "missing",
+        exit_code=exit_code,
+    )
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "missing").exists()
+
+
+def test_an_approximate_quantizer_is_kept_with_the_index(asmk_built, tmp_path):
+    pytest.importorskip("faiss")
+    run(
+        "index",
+        asmk_built / "descriptors.npz",
+        "--method",
+        "asmk",
+        "-c",
+        asmk_built / "codebook.npz",
+        "--quantizer",
+        "HNSW16",
+        "--quantizer-parameters",
+        "efSearch=40",
+        "-o",
+        tmp_path / "index",
+    )
+    index = load_asmk_index(tmp_path / "index")
+    assert (index.quantizer, index.quantizer_parameters) == ("HNSW16", "efSearch=40")
+    result = run("index", asmk_built / "descriptors.npz", "--quantizer", "HNSW16",
+                 "-o", tmp_path / "vlad", exit_code=2)  # fmt: skip
+    assert "--quantizer do not apply to --method vlad" in result.output

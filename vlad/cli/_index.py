@@ -19,7 +19,17 @@ logger = logging.getLogger("vlad.cli")
 
 #: Options of each method that the other refuses.
 _VLAD_ONLY = ("pca", "whiten", "factory", "parameters", "augment", "augment_alpha")
-_ASMK_ONLY = ("codebook", "binary", "alpha", "threshold", "idf")
+_ASMK_ONLY = (
+    "codebook",
+    "binary",
+    "alpha",
+    "threshold",
+    "idf",
+    "quantizer",
+    "quantizer_parameters",
+    "append",
+    "merge",
+)
 
 
 @click.command(short_help="Index VLAD vectors (or descriptors, by ASMK) for search.")
@@ -112,6 +122,30 @@ _ASMK_ONLY = ("codebook", "binary", "alpha", "threshold", "idf")
     is_flag=True,
     help="With --method asmk: weigh words by inverse document frequency.",
 )
+@click.option(
+    "--quantizer",
+    default="Flat",
+    show_default=True,
+    help="With --method asmk: how descriptors find their nearest words: Flat "
+    "(exact), or a faiss index_factory string over the words, such as HNSW32 "
+    "(approximate, faster with tens of thousands of words).",
+)
+@click.option(
+    "--quantizer-parameters",
+    help="With --method asmk: faiss search parameters of --quantizer, such as "
+    '"efSearch=64".',
+)
+@click.option(
+    "--append",
+    is_flag=True,
+    help="With --method asmk: add INPUT's images to the index OUTPUT as a new "
+    "segment, with its codebook and settings (nothing stored is rewritten).",
+)
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="With --append: then merge the index's segments into one.",
+)
 @overwrite_option
 @verbosity_options
 @click.pass_context
@@ -131,6 +165,10 @@ def index(
     alpha: float,
     threshold: float,
     idf: bool,
+    quantizer: str,
+    quantizer_parameters: str | None,
+    append: bool,
+    merge: bool,
     overwrite: bool,
     verbosity: int,
 ) -> None:
@@ -149,13 +187,18 @@ def index(
     uniform sample of 50,000 vectors, then filled), unless --pca, --whiten or
     --augment, which need every vector at once, are given.
 
+    An ASMK index grows in place with --append: INPUT's images become a new
+    segment of OUTPUT, searched with the others; --merge then makes one
+    segment of them all.
+
     \b
     Example:
         vlad index vectors.npy -o index --pca 128 --whiten
         vlad index vectors.npy -o index --factory "IVF256,PQ32"
         vlad index descriptors.npz --method asmk -c codebook.npz -o index
+        vlad index more.npz --method asmk --append -o index
     """
-    if output.exists() and not overwrite:
+    if output.exists() and not overwrite and not append:
         raise click.ClickException(
             f"{output} already exists; pass --overwrite to replace it"
         )
@@ -176,9 +219,21 @@ def index(
             alpha=alpha,
             threshold=threshold,
             idf=idf,
+            quantizer=quantizer,
+            quantizer_parameters=quantizer_parameters,
+            append=append,
+            merge=merge,
             overwrite=overwrite,
         )
-    if method == "asmk":
+    if append:
+        logger.info(
+            "added the images of %s to %s: %s in %s",
+            vectors,
+            output,
+            count(built.n_images, "image"),
+            count(built.n_segments, "segment"),
+        )
+    elif method == "asmk":
         logger.info(
             "wrote an %s index of %s (%s words, %s, %d bytes each) to %s",
             "ASMK*" if binary else "ASMK",
@@ -216,5 +271,5 @@ def _check_method_options(ctx: click.Context, method: str) -> None:
     if given:
         options = ", ".join("--" + name.replace("_", "-") for name in given)
         raise click.UsageError(f"{options} do not apply to --method {method}")
-    if method == "asmk" and ctx.params["codebook"] is None:
+    if method == "asmk" and ctx.params["codebook"] is None and not ctx.params["append"]:
         raise click.UsageError("--method asmk needs --codebook")

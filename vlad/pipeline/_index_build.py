@@ -12,6 +12,7 @@ from vlad.formats._shards import open_shards
 from vlad.formats._vectors import load_vectors
 from vlad.pipeline._queries import source_record
 from vlad.search._asmk import ASMKIndex, build_asmk_index
+from vlad.search._asmk_updates import append_asmk_index, merge_asmk_index
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import VectorIndex, build_index
 from vlad.search._streamed_index import index_shards
@@ -38,6 +39,10 @@ def write_index(
     alpha: float = 3.0,
     threshold: float = 0.0,
     idf: bool = False,
+    quantizer: str = "Flat",
+    quantizer_parameters: str | None = None,
+    append: bool = False,
+    merge: bool = False,
     overwrite: bool = False,
 ) -> VectorIndex | ASMKIndex:
     """Index a vectors or descriptors file and write the index folder.
@@ -62,9 +67,17 @@ def write_index(
     augment_alpha : float, default=3.0
         A neighbour's weight is its similarity to this power.
     codebook : Codebook or path-like, optional
-        ``method="asmk"`` (needed): the visual words, kept in the index.
-    binary, alpha, threshold, idf
+        ``method="asmk"`` (needed, unless ``append``): the visual words, kept
+        in the index.
+    binary, alpha, threshold, idf, quantizer, quantizer_parameters
         ``method="asmk"``: as in :func:`vlad.search.build_asmk_index`.
+    append : bool, default=False
+        ``method="asmk"``: add the images of ``source`` to the index folder
+        ``output`` as a new segment (:func:`vlad.search.append_asmk_index`),
+        with its codebook and settings, instead of writing a new index.
+    merge : bool, default=False
+        With ``append``: then merge the index's segments into one
+        (:func:`vlad.search.merge_asmk_index`).
     overwrite : bool, default=False
         Replace an existing ``output``.
 
@@ -120,8 +133,33 @@ def write_index(
             "alpha": alpha != 3.0,
             "threshold": threshold != 0.0,
             "idf": idf,
+            "quantizer": quantizer != "Flat",
+            "quantizer_parameters": quantizer_parameters is not None,
+            "append": append,
+            "merge": merge,
         },
+        codebook_needed=not append,
     )
+    if append:
+        chosen = {
+            "codebook": codebook is not None,
+            "binary": binary is not True,
+            "alpha": alpha != 3.0,
+            "threshold": threshold != 0.0,
+            "idf": idf,
+            "quantizer": quantizer != "Flat",
+            "quantizer_parameters": quantizer_parameters is not None,
+        }
+        given = [name for name, is_given in chosen.items() if is_given]
+        if given:
+            raise VladError(
+                f"append keeps the index's codebook and settings: "
+                f"{', '.join(given)} cannot be given"
+            )
+        grown = append_asmk_index(output, read_descriptor_file(source, lazy=True))
+        return merge_asmk_index(output) if merge else grown
+    if merge:
+        raise VladError("merge applies to append (a new index has one segment)")
     if method == "asmk":
         if not isinstance(codebook, Codebook):
             codebook = Codebook.load(codebook)
@@ -132,6 +170,8 @@ def write_index(
             alpha=alpha,
             threshold=threshold,
             idf=idf,
+            quantizer=quantizer,
+            quantizer_parameters=quantizer_parameters,
         )
         built.save(output, overwrite=overwrite)
         return built
@@ -166,15 +206,17 @@ def _check_settings(
     *,
     vlad_settings: dict[str, bool],
     asmk_settings: dict[str, bool],
+    codebook_needed: bool = True,
 ) -> None:
-    """Refuse an unknown method, ASMK without a codebook, and the settings
-    (those marked True: given other than their defaults) of the other method."""
+    """Refuse an unknown method, ASMK without a codebook (where one is
+    needed), and the settings (those marked True: given other than their
+    defaults) of the other method."""
     if method not in INDEX_METHODS:
         raise VladError(
             f"method must be one of {', '.join(map(repr, INDEX_METHODS))}; "
             f"got {method!r}"
         )
-    if method == "asmk" and codebook is None:
+    if method == "asmk" and codebook is None and codebook_needed:
         raise VladError("method='asmk' needs a codebook")
     if method == "vlad":
         asmk_settings = {"codebook": codebook is not None, **asmk_settings}
