@@ -304,32 +304,55 @@ def test_two_level_shares_are_proportional_and_within_each_cluster(sizes, fracti
     assert shares.sum() == total
     assert np.all(shares[sizes == 0] == 0)
     assert np.all((shares >= 1) & (shares <= sizes) | (sizes == 0))
-    # Off the exact proportion by less than one, unless held by a bound.
+    # Off the exact proportion by less than one, unless held by a bound, or
+    # short of what the clusters raised to one centre took from the others.
     exact = sizes * total / sizes.sum()
     bounded = (shares == np.minimum(sizes, 1)) | (shares == sizes)
-    assert np.all((np.abs(shares - exact) < 1) | bounded)
+    raised = np.clip(1 - exact[sizes > 0], 0, None).sum()
+    assert np.all((np.abs(shares - exact) < 1 + raised) | bounded)
 
 
-def test_two_level_kmeans_recovers_well_separated_centres():
-    """64 well-separated clusters in eight groups of eight: the coarse level
-    finds the groups, the second level the clusters within each."""
-    rng = np.random.default_rng(4)
-    groups = rng.uniform(-500, 500, size=(8, 16))
-    true_centers = (groups[:, None] + rng.uniform(-40, 40, (8, 8, 16))).reshape(64, 16)
-    labels = rng.integers(0, 64, 12_800)
-    descriptors = (true_centers[labels] + rng.normal(size=(12_800, 16))).astype(
-        np.float32
+def squared_error(rows: np.ndarray, centers: np.ndarray) -> float:
+    """Mean squared distance to the nearest centre (all pairs, float64)."""
+    rows, centers = rows.astype(np.float64), centers.astype(np.float64)
+    distances = (
+        (rows**2).sum(axis=1)[:, None] - 2 * rows @ centers.T + (centers**2).sum(axis=1)
     )
-    means = np.array([descriptors[labels == k].mean(axis=0) for k in range(64)])
-    codebook = vlad.fit_codebook(
-        descriptors, 64, algorithm="two-level", sample=None, seed=0
+    return float(distances.min(axis=1).mean())
+
+
+def test_two_level_kmeans_fits_nearly_as_well_as_lloyd():
+    """256 words of uniform descriptors: the two levels' squared error within
+    10% of faiss's Lloyd on all the words at once (4% measured), every word
+    distinct; the same seed, the same words."""
+    rows = np.random.default_rng(4).random((10_000, 8), dtype=np.float32)
+    flat = vlad.fit_codebook(rows, 256, backend="faiss", sample=None, seed=0)
+    two = vlad.fit_codebook(rows, 256, algorithm="two-level", sample=None, seed=0)
+    assert two.metadata["algorithm"] == "two-level"
+    assert two.metadata["backend"] == "faiss"
+    assert len(np.unique(two.centers, axis=0)) == 256
+    assert squared_error(rows, two.centers) <= 1.1 * squared_error(rows, flat.centers)
+    again = vlad.fit_codebook(rows, 256, algorithm="two-level", sample=None, seed=0)
+    np.testing.assert_array_equal(again.centers, two.centers)
+
+
+def test_two_level_kmeans_takes_its_groups_from_the_coarse_level():
+    """Eight far-apart groups: the coarse level finds them, and each gets
+    its share of the words, in proportion to its descriptors."""
+    rng = np.random.default_rng(5)
+    sizes = np.array([400, 800, 1200, 1600, 400, 800, 1200, 1600])
+    groups = rng.uniform(-1000, 1000, size=(8, 4))
+    labels = np.repeat(np.arange(8), sizes)
+    rows = (groups[labels] + rng.normal(size=(labels.size, 4))).astype(np.float32)
+    codebook = vlad.fit_codebook(rows, 64, algorithm="two-level", sample=None)
+    nearest_group = np.linalg.norm(
+        codebook.centers[:, None] - groups[None], axis=-1
+    ).argmin(axis=1)
+    # 8 coarse centres (the square root of 64); shares of 3.2, 6.4, 9.6 and
+    # 12.8 words, rounded to the largest remainders.
+    np.testing.assert_array_equal(
+        np.bincount(nearest_group, minlength=8), [3, 6, 10, 13, 3, 6, 10, 13]
     )
-    assert codebook.metadata["algorithm"] == "two-level"
-    assert codebook.metadata["backend"] == "faiss"
-    assert codebook.n_clusters == 64
-    assert np.all(matched_distances(codebook.centers, means) < 1e-2)
-    again = vlad.fit_codebook(descriptors, 64, algorithm="two-level", sample=None)
-    np.testing.assert_array_equal(again.centers, codebook.centers)
 
 
 def test_two_level_kmeans_is_faiss_s():

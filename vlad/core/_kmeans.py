@@ -209,20 +209,36 @@ def faiss_kmeans(
             "pip install 'vlad-toolkit[faiss]'"
         ) from None
     training = np.ascontiguousarray(training, dtype=np.float32)
-    n_training, n_features = training.shape
     if seed is None:
         seed = int(np.random.default_rng().integers(2**31 - 1))
     if algorithm == "two-level":
+        # The coarse level seeded as any fit of its size; the second level's
+        # hundreds of small fits from random rows, as faiss seeds them
+        # (k-means++ there took four times as long as the whole fit).
+        levels = iter([KMEANS_PLUSPLUS_MAX_CLUSTERS, 0])
 
         def fit(rows: np.ndarray, k: int) -> np.ndarray:
-            return faiss_kmeans(
-                rows, k, algorithm="lloyd", max_iter=max_iter, seed=seed,
-                spherical=spherical, n_threads=n_threads,
+            return _faiss_lloyd(
+                faiss, rows, k, max_iter, seed, spherical, n_threads,
+                next(levels, 0),
             )  # fmt: skip
 
         return two_level_kmeans(training, n_clusters, fit, n_threads)
+    return _faiss_lloyd(
+        faiss, training, n_clusters, max_iter, seed, spherical, n_threads,
+        KMEANS_PLUSPLUS_MAX_CLUSTERS,
+    )  # fmt: skip
+
+
+def _faiss_lloyd(
+    faiss, training, n_clusters, max_iter, seed, spherical, n_threads,
+    plusplus_max_clusters,
+):  # fmt: skip
+    """faiss's k-means of float32 ``training``, seeded by k-means++ up to
+    ``plusplus_max_clusters`` centres, by faiss's random rows above."""
+    n_training, n_features = training.shape
     seeds = None
-    if n_clusters <= KMEANS_PLUSPLUS_MAX_CLUSTERS:
+    if n_clusters <= plusplus_max_clusters:
         from sklearn.cluster import kmeans_plusplus
 
         rng = np.random.RandomState(seed)
@@ -264,9 +280,8 @@ def two_level_kmeans(
     row): about ``2 sqrt(K)`` distances a row and iteration instead of K. This
     is faiss's ``contrib.clustering.two_level_clustering`` (how faiss trains
     inverted files of a million lists), with every share kept between one
-    and the rows of its cluster, which faiss's allocation does not ensure,
-    and each level fitted by ``fit`` (the back-end's k-means, seeding
-    included).
+    and the rows of its cluster, which faiss's allocation does not ensure;
+    each level is fitted by ``fit``.
 
     Parameters
     ----------
