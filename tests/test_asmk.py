@@ -254,3 +254,20 @@ def test_popcount_counts_every_set_bit(n_bytes):
     bits = np.random.default_rng(n_bytes).integers(0, 256, (50, n_bytes), np.uint8)
     expected = [sum(bin(value).count("1") for value in row) for row in bits.tolist()]
     assert popcount(bits).tolist() == expected
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_threads_rank_each_query_as_one_does(binary):
+    """Queries ranked on several threads: the same results, bit for bit (each
+    query's scores are summed in one order on one thread)."""
+    centers, database, rng = random_problem(10, 12, [8, 0, 5, 9, 7, 3, 6])
+    index = build_asmk_index(database[:4], vlad.Codebook(centers), binary=binary)
+    index.add(database[4:])
+    queries = [rng.standard_normal((6, 8)).astype(np.float32) for _ in range(9)]
+    queries[3] = np.zeros((0, 8), np.float32)
+    alone = index.search(queries, k=7, n_jobs=1)
+    together = index.search(queries, k=7, n_jobs=3)
+    assert [r.query for r in together] == [str(t) for t in range(9)]
+    assert together[3].reason and together.rankings() == alone.rankings()
+    for ours, theirs in zip(together, alone, strict=True):
+        np.testing.assert_array_equal(ours.scores, theirs.scores)

@@ -175,7 +175,7 @@ def search_index(
             _as_list(queries), asmk_index, codebook, n_jobs=n_jobs, progress=progress
         )
         results = asmk_index.search(
-            query_sets, top, multiple_assignment=multiple_assignment
+            query_sets, top, multiple_assignment=multiple_assignment, n_jobs=n_jobs
         )
     else:
         vector_index = load_index(index, mmap=True, parameters=parameters)

@@ -348,6 +348,7 @@ class ASMKIndex:
         *,
         multiple_assignment: int | None = None,
         query_names: Sequence[str] | None = None,
+        n_jobs: int | None = None,
     ) -> SearchResults:
         """The ``k`` best images of each query.
 
@@ -364,6 +365,9 @@ class ASMKIndex:
             :attr:`default_multiple_assignment`: 5 for ASMK*, 3 for ASMK.
         query_names : sequence of str, optional
             Default the sets' names.
+        n_jobs : int or None, default=None
+            Queries ranked at once, each on a thread (None or -1: every core);
+            the results do not depend on it.
 
         Returns
         -------
@@ -378,7 +382,9 @@ class ASMKIndex:
             Descriptors of another width or kind, NaN or infinite values,
             ``k`` or ``multiple_assignment`` < 1.
         """
-        return search_queries(self, query_sets, k, multiple_assignment, query_names)
+        return search_queries(
+            self, query_sets, k, multiple_assignment, query_names, n_jobs
+        )
 
     def record(self) -> dict:
         """JSON description of the index."""

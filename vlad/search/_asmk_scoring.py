@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vlad.backends.numba import asmk_kernels
+from vlad.core._parallel import resolve_n_jobs, run_ranges
 from vlad.core._validation import check_positive_int
 from vlad.search._asmk_kernel import (
     aggregate_residuals,
@@ -160,9 +161,15 @@ def _compiled_binary(
 
 
 def search_queries(
-    index, query_sets, k: int, multiple_assignment: int | None, query_names
+    index,
+    query_sets,
+    k: int,
+    multiple_assignment: int | None,
+    query_names,
+    n_jobs: int | None = None,
 ) -> SearchResults:
     """:meth:`vlad.search.ASMKIndex.search` of ``index``."""
+    n_threads = resolve_n_jobs(n_jobs)
     k = check_positive_int(k, "k")
     if multiple_assignment is None:
         multiple_assignment = index.default_multiple_assignment
@@ -196,11 +203,42 @@ def search_queries(
         )
         codes = encode_residuals(residuals, index.binary)
         bounds = np.searchsorted(images, np.arange(len(sets) + 1))
-        for t, name in enumerate(sets.names):
+        results.extend(
+            _ranked_part(
+                index,
+                sets.names,
+                words,
+                codes,
+                bounds,
+                statistics,
+                k,
+                name_array,
+                n_threads,
+            )  # fmt: skip
+        )
+    if query_names is not None:
+        query_names = checked_names(query_names, len(results), 0)
+        for position, name in enumerate(query_names):
+            results[position] = renamed(results[position], name)
+    return SearchResults(results, record, notes)
+
+
+def _ranked_part(
+    index, names, words, codes, bounds, statistics, k, name_array, n_threads
+) -> list:
+    """The results of a part's queries (query ``t`` holds the entries
+    ``bounds[t]:bounds[t + 1]`` of ``words`` and ``codes``), each ranked on a
+    thread: a query's scores are summed in the same order whatever the number
+    of threads."""
+    stored = statistics.stored
+    ranked: list = [None] * len(names)
+
+    def rank(first_query: int, stop_query: int) -> None:
+        for t in range(first_query, stop_query):
             first, last = bounds[t], bounds[t + 1]
             if first == last or stored == 0:
                 reason = NO_DESCRIPTORS if first == last else "the index is empty"
-                results.append(empty_result(name, reason))
+                ranked[t] = empty_result(names[t], reason)
                 continue
             rows, scores = ranked_images(
                 index.segments,
@@ -213,11 +251,9 @@ def search_queries(
                 threshold=index.threshold,
                 n_features=index.n_features,
             )
-            results.extend(
-                results_from_arrays([name], name_array, scores[None, :], rows[None, :])
+            (ranked[t],) = results_from_arrays(
+                [names[t]], name_array, scores[None, :], rows[None, :]
             )
-    if query_names is not None:
-        query_names = checked_names(query_names, len(results), 0)
-        for position, name in enumerate(query_names):
-            results[position] = renamed(results[position], name)
-    return SearchResults(results, record, notes)
+
+    run_ranges(rank, [(t, t + 1) for t in range(len(names))], n_threads)
+    return ranked
