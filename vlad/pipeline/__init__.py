@@ -18,6 +18,8 @@ into folders of shards, here or on a Dask cluster.
 - :mod:`vlad.pipeline._descriptor_shards`: folders of shards of descriptors and
   keypoints;
 - :mod:`vlad.pipeline._cluster`: shards made on a Dask cluster;
+- :mod:`vlad.pipeline._asmk_shards`: ASMK indexes split in shards, searched
+  as one on a Dask cluster;
 - :mod:`vlad.pipeline._codebook_fit`, :mod:`vlad.pipeline._index_build` and
   :mod:`vlad.pipeline._search_run`: whole runs over files, as ``vlad fit``,
   ``vlad index`` and ``vlad search`` make them.
@@ -29,6 +31,7 @@ from vlad._lazy import attach
 
 if TYPE_CHECKING:
     from vlad.pipeline._adaptation import adapt_codebook_to_images
+    from vlad.pipeline._asmk_shards import search_asmk_shards
     from vlad.pipeline._batch import BatchReport
     from vlad.pipeline._cluster import dask_client
     from vlad.pipeline._codebook_fit import write_adapted_codebook, write_codebook
@@ -71,6 +74,7 @@ __getattr__, __dir__ = attach(
         "read_asmk_queries": "vlad.pipeline._queries",
         "read_descriptor_sets": "vlad.pipeline._extraction",
         "read_queries": "vlad.pipeline._queries",
+        "search_asmk_shards": "vlad.pipeline._asmk_shards",
         "search_index": "vlad.pipeline._search_run",
         "write_adapted_codebook": "vlad.pipeline._codebook_fit",
         "write_codebook": "vlad.pipeline._codebook_fit",
@@ -95,6 +99,7 @@ __all__ = [
     "read_asmk_queries",
     "read_descriptor_sets",
     "read_queries",
+    "search_asmk_shards",
     "search_index",
     "write_adapted_codebook",
     "write_codebook",

@@ -12,7 +12,7 @@ matrix-vector product per list. Lists a query does not name are never read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -31,7 +31,15 @@ from vlad.search._asmk_weights import IndexWeights
 from vlad.search._inverted_lists import best_rows
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
-__all__ = ["NO_DESCRIPTORS", "SEARCH_ENTRIES", "query_scores", "search_queries"]
+__all__ = [
+    "NO_DESCRIPTORS",
+    "SEARCH_ENTRIES",
+    "query_scores",
+    "query_words",
+    "ranked_images",
+    "search_queries",
+    "words_per_descriptor",
+]
 
 NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches nothing"
 
@@ -171,12 +179,7 @@ def search_queries(
     """:meth:`vlad.search.ASMKIndex.search` of ``index``."""
     n_threads = resolve_n_jobs(n_jobs)
     k = check_positive_int(k, "k")
-    if multiple_assignment is None:
-        multiple_assignment = index.default_multiple_assignment
-    n_nearest = min(
-        check_positive_int(multiple_assignment, "multiple_assignment"),
-        index.n_words,
-    )
+    n_nearest = words_per_descriptor(index, multiple_assignment)
     statistics = index._statistics_now()
     stored = statistics.stored
     notes = []
@@ -190,23 +193,13 @@ def search_queries(
         "multiple_assignment": n_nearest,
         "index": index.record(),
     }
-    parts = descriptor_parts(query_sets)
     results = []
     name_array = np.array(index.names, dtype=object)
-    for sets in parts:
-        sets = index._checked_sets(sets, "query_sets")
-        images, words, residuals = aggregate_residuals(
-            sets.descriptors,
-            sets.offsets,
-            index._quantizer()(sets.descriptors, n_nearest),
-            index.codebook.centers.astype(np.float32),
-        )
-        codes = encode_residuals(residuals, index.binary)
-        bounds = np.searchsorted(images, np.arange(len(sets) + 1))
+    for names, words, codes, bounds in query_words(index, query_sets, n_nearest):
         results.extend(
             _ranked_part(
                 index,
-                sets.names,
+                names,
                 words,
                 codes,
                 bounds,
@@ -221,6 +214,35 @@ def search_queries(
         for position, name in enumerate(query_names):
             results[position] = renamed(results[position], name)
     return SearchResults(results, record, notes)
+
+
+def words_per_descriptor(index, multiple_assignment: int | None) -> int:
+    """The words each query descriptor is assigned to: ``multiple_assignment``
+    (the index's default when None), at most the vocabulary's."""
+    if multiple_assignment is None:
+        multiple_assignment = index.default_multiple_assignment
+    return min(
+        check_positive_int(multiple_assignment, "multiple_assignment"),
+        index.n_words,
+    )
+
+
+def query_words(index, query_sets, n_nearest: int) -> Iterator[tuple]:
+    """The queries' words and codes, a part of the query sets at a time:
+    ``(names, words, codes, bounds)``, query ``t`` of the part holding the
+    entries ``bounds[t]:bounds[t + 1]`` (its distinct words, increasing)."""
+    centers = index.codebook.centers.astype(np.float32)
+    for sets in descriptor_parts(query_sets):
+        sets = index._checked_sets(sets, "query_sets")
+        images, words, residuals = aggregate_residuals(
+            sets.descriptors,
+            sets.offsets,
+            index._quantizer()(sets.descriptors, n_nearest),
+            centers,
+        )
+        codes = encode_residuals(residuals, index.binary)
+        bounds = np.searchsorted(images, np.arange(len(sets) + 1))
+        yield sets.names, words, codes, bounds
 
 
 def _ranked_part(
