@@ -203,15 +203,43 @@ def _open_for_writing(folder: Path) -> tuple[dict, ASMKIndex]:
 
 
 @contextlib.contextmanager
-def _new_array(path: Path, dtype, shape: tuple[int, ...]) -> Iterator[np.ndarray]:
-    """An ``.npy`` file of ``shape``, memory-mapped for writing, flushed to
-    the disk when the block ends."""
-    array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
-    try:
-        yield array
-        array.flush()
-    finally:
-        del array
+def _new_array(path: Path, dtype, shape: tuple[int, ...]) -> Iterator[_RowsInOrder]:
+    """An ``.npy`` file of ``shape`` to fill a run of rows at a time, in
+    order; flushed to the disk when the block ends."""
+    with open(path, "wb") as handle:
+        rows = _RowsInOrder(handle, np.dtype(dtype), shape)
+        yield rows
+        rows.finish()
+
+
+class _RowsInOrder:
+    """An ``.npy`` file being written from start to end: ``rows[start:stop] =
+    values``, each run where the previous one stopped. Written through the
+    file, not mapped, so that the pages written are the system's to keep or
+    drop, not this process's; ``shape`` and ``dtype`` are the file's."""
+
+    def __init__(self, handle, dtype: np.dtype, shape: tuple[int, ...]):
+        self._handle, self.dtype, self.shape = handle, dtype, shape
+        header = {
+            "descr": np.lib.format.dtype_to_descr(dtype),
+            "fortran_order": False,
+            "shape": shape,
+        }
+        np.lib.format.write_array_header_1_0(handle, header)
+        self._stop = 0
+
+    def __setitem__(self, rows: slice, values: np.ndarray) -> None:
+        if rows.start != self._stop:
+            raise ValueError(f"rows from {rows.start}, not {self._stop}, written next")
+        values = np.ascontiguousarray(values, self.dtype)
+        self._handle.write(values.tobytes())
+        self._stop = rows.stop
+
+    def finish(self) -> None:
+        if self._stop != self.shape[0]:
+            raise ValueError(f"{self._stop} rows of {self.shape[0]} written")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
 
 
 def _commit(folder: Path, index: ASMKIndex, entries, similarities) -> None:
