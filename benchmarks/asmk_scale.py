@@ -16,18 +16,20 @@ grow as they would with real distractors while the real images keep their
 place (the first copy). The copies are stacked
 (:meth:`vlad.search.ASMKIndex.from_segments`), saved, and merged into one
 segment in place (:func:`vlad.search.merge_asmk_index`), each step timed.
-Then a child process opens the folder memory-mapped and searches the first
-``--queries`` real images with ``--multiple-assignment`` words per query
-descriptor (each value in turn): its open time, its CPU and wall-clock time
-per query (after one warm-up query: the page cache holds the folder just
-written) and its peak resident set size, which counts the pages of the
-mapped index it read, are measured. Building a database of real images
-would cost the assignment of every descriptor to its words (see the base
-build's seconds per image), which is what the copies save.
+Then the folder is opened memory-mapped and the first ``--queries`` real
+images are searched with ``--multiple-assignment`` words per query
+descriptor (each value in turn): open time, CPU and wall-clock time per
+query (after one warm-up query; the page cache holds the folder just
+written) and peak resident set size, which counts the pages of the mapped
+index the searches read. Building a database of real images would cost the
+assignment of every descriptor to its words (see the base build's seconds
+per image), which is what the copies save.
 
-Times are CPU seconds of all threads and wall-clock seconds; on a shared
-machine the CPU time is the steadier. Bytes are the index folder's on disk
-(entries, offsets, names, codebook) per image.
+Each step (base build, database, search) runs in a child process of its own,
+whose peak resident set size GNU time reports. Times are CPU seconds of all
+threads and wall-clock seconds; on a shared machine the CPU time is the
+steadier. Bytes are the index folder's on disk (entries, offsets, names,
+codebook) per image.
 """
 
 from __future__ import annotations
@@ -53,7 +55,14 @@ from vlad.search import (
     merge_asmk_index,
 )
 
-__all__ = ["copied_segment", "main", "measure_search", "scale_rows"]
+__all__ = [
+    "build_base",
+    "build_database",
+    "copied_segment",
+    "main",
+    "measure_search",
+    "scale_rows",
+]
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 #: Share of a copy's entries dropped, and probability of each sign bit flipped.
@@ -94,9 +103,46 @@ def _timed(function):
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def build_database(base: ASMKIndex, n_images: int, folder: Path, seed: int) -> dict:
+def build_base(
+    descriptors: str,
+    codebook: str,
+    folder: str,
+    queries: str,
+    n_queries: int,
+    quantizer: str,
+    quantizer_parameters: str | None,
+) -> dict:
+    """The base index of the real images, saved to ``folder``, and the first
+    ``n_queries`` images' descriptors saved to ``queries``."""
+    sets = (
+        vlad.DescriptorSets.load(descriptors) if descriptors else _bundled_descriptors()
+    )
+    words = vlad.Codebook.load(codebook)
+    base, build_s, build_cpu = _timed(
+        lambda: build_asmk_index(
+            sets,
+            words,
+            quantizer=quantizer,
+            quantizer_parameters=quantizer_parameters,
+        )
+    )
+    base.save(folder)
+    sets.between(0, min(n_queries, len(sets))).save(queries)
+    return {
+        "n_images": base.n_images,
+        "n_descriptors": int(sets.descriptors.shape[0]),
+        "n_entries": base.n_entries,
+        "entries_per_image": base.n_entries / base.n_images,
+        "build_s": build_s,
+        "build_cpu_s": build_cpu,
+        "build_cpu_ms_per_image": 1000 * build_cpu / base.n_images,
+    }
+
+
+def build_database(base_folder: str, n_images: int, folder: str, seed: int) -> dict:
     """The folder of a database of about ``n_images`` (whole copies of the
     base index), written and merged; seconds of each step."""
+    base = load_asmk_index(base_folder)
     rng = np.random.default_rng(seed)
     (segment,) = base.segments
     n_copies = max(1, n_images // base.n_images)
@@ -124,7 +170,9 @@ def build_database(base: ASMKIndex, n_images: int, folder: Path, seed: int) -> d
     n_entries = index.n_entries
     del index  # its copies' memory, before the merge
     merged, merge_s, merge_cpu = _timed(lambda: merge_asmk_index(folder))
-    size = sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    size = sum(
+        path.stat().st_size for path in Path(folder).rglob("*") if path.is_file()
+    )
     return {
         "n_images": merged.n_images,
         "n_entries": n_entries,
@@ -138,7 +186,7 @@ def build_database(base: ASMKIndex, n_images: int, folder: Path, seed: int) -> d
 
 
 def measure_search(
-    folder: Path, queries: Path, assignments: list[int], k: int = 100
+    folder: str, queries: str, assignments: list[int], k: int = 100
 ) -> dict:
     """Open ``folder`` memory-mapped and search the queries of ``queries``
     (a descriptors file) with each number of words per query descriptor."""
@@ -157,9 +205,22 @@ def measure_search(
     return {"open_s": open_s, "n_queries": len(sets), "assignments": rows}
 
 
+#: The steps run as child processes, each measured alone.
+_STEPS = {"base": build_base, "database": build_database, "search": measure_search}
+
+
+def _in_child(step: str, work: Path, **arguments) -> dict:
+    """``_STEPS[step](**arguments)`` in a child process: its result, and its
+    peak resident set size (MiB) as ``peak_rss_mib``."""
+    report = work / f"{step}.json"
+    call = json.dumps({"step": step, "arguments": arguments, "report": str(report)})
+    peak_mib, _ = peak_rss(["-m", "benchmarks.asmk_scale", "--child", call], vlad=False)
+    return {**json.loads(report.read_text()), "peak_rss_mib": peak_mib}
+
+
 def scale_rows(
-    sets: vlad.DescriptorSets,
-    codebook: vlad.Codebook,
+    descriptors: str | None,
+    codebook: str,
     sizes: list[int],
     work: Path,
     *,
@@ -169,48 +230,51 @@ def scale_rows(
     quantizer_parameters: str | None = None,
 ) -> dict:
     """The base index's build, then one row per database size."""
-    base, build_s, build_cpu = _timed(
-        lambda: build_asmk_index(
-            sets,
-            codebook,
-            quantizer=quantizer,
-            quantizer_parameters=quantizer_parameters,
-        )
+    base_folder, queries = work / "base", work / "queries.npz"
+    base = _in_child(
+        "base",
+        work,
+        descriptors=descriptors,
+        codebook=codebook,
+        folder=str(base_folder),
+        queries=str(queries),
+        n_queries=n_queries,
+        quantizer=quantizer,
+        quantizer_parameters=quantizer_parameters,
     )
-    queries = work / "queries.npz"
-    sets.between(0, min(n_queries, len(sets))).save(queries)
     result = {
-        "n_words": codebook.n_clusters,
+        "n_words": vlad.Codebook.load(codebook).n_clusters,
         "quantizer": quantizer,
         "quantizer_parameters": quantizer_parameters,
-        "base": {
-            "n_images": base.n_images,
-            "n_descriptors": int(sets.descriptors.shape[0]),
-            "entries_per_image": base.n_entries / base.n_images,
-            "build_s": build_s,
-            "build_cpu_s": build_cpu,
-            "build_cpu_ms_per_image": 1000 * build_cpu / base.n_images,
-        },
+        "base": base,
         "rows": [],
     }
-    for size in [base.n_images, *sizes]:
-        folder = work / f"index-{size}"
-        shutil.rmtree(folder, ignore_errors=True)
-        if size == base.n_images:
-            _, save_s, _ = _timed(lambda folder=folder: base.save(folder))
-            written = {"n_images": base.n_images, "n_entries": base.n_entries}
-        else:
-            written = build_database(base, size, folder, seed=size)
-        report = work / "search.json"
-        arguments = [str(folder), str(queries), str(report)]
-        arguments += [str(words) for words in assignments]
-        peak_mib, _ = peak_rss(["-m", "benchmarks.asmk_scale", "--child", *arguments],
-                               vlad=False)  # fmt: skip
-        searched = json.loads(report.read_text())
-        if size != base.n_images:
+    for size in [base["n_images"], *sizes]:
+        row = {"n_images": base["n_images"], "n_entries": base["n_entries"]}
+        folder = base_folder
+        if size != base["n_images"]:
+            folder = work / f"index-{size}"
+            built = _in_child(
+                "database",
+                work,
+                base_folder=str(base_folder),
+                n_images=size,
+                folder=str(folder),
+                seed=size,
+            )
+            row = {**built, "build_peak_rss_mib": built.pop("peak_rss_mib")}
+        searched = _in_child(
+            "search",
+            work,
+            folder=str(folder),
+            queries=str(queries),
+            assignments=list(assignments),
+        )
+        row.update(searched, search_peak_rss_mib=searched.pop("peak_rss_mib"))
+        if folder != base_folder:
             shutil.rmtree(folder)
-        result["rows"].append({**written, **searched, "search_peak_rss_mib": peak_mib})
-        print(_row_line(result, result["rows"][-1]), flush=True)
+        result["rows"].append(row)
+        print(_row_line(result, row), flush=True)
     return result
 
 
@@ -226,6 +290,7 @@ def _row_line(result: dict, row: dict) -> str:
     if "bytes_per_image" in row:
         cells.append(f"{row['bytes_per_image']:,.0f} B/image")
         cells.append(f"merge {row['merge_s']:.1f} s")
+        cells.append(f"build peak {row['build_peak_rss_mib']:,.0f} MiB")
     return " | ".join(cells)
 
 
@@ -236,14 +301,12 @@ def _bundled_descriptors() -> vlad.DescriptorSets:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark (or, with ``--child``, one search measurement)."""
+    """Run the benchmark (or, with ``--child``, one of its steps)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
-        folder, queries, report, *assignments = argv[1:]
-        measured = measure_search(
-            Path(folder), Path(queries), list(map(int, assignments))
-        )
-        Path(report).write_text(json.dumps(measured))
+        call = json.loads(argv[1])
+        measured = _STEPS[call["step"]](**call["arguments"])
+        Path(call["report"]).write_text(json.dumps(measured))
         return
     parser = argparse.ArgumentParser(prog="python -m benchmarks.asmk_scale")
     parser.add_argument("--descriptors", help="descriptors file of vlad extract")
@@ -258,16 +321,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--json", help="write the measurements here")
     arguments = parser.parse_args(argv)
-    sets = (
-        vlad.DescriptorSets.load(arguments.descriptors)
-        if arguments.descriptors
-        else _bundled_descriptors()
-    )
-    codebook = vlad.Codebook.load(arguments.codebook)
     with tempfile.TemporaryDirectory(dir=arguments.work) as work:
         result = scale_rows(
-            sets,
-            codebook,
+            arguments.descriptors and str(Path(arguments.descriptors).resolve()),
+            str(Path(arguments.codebook).resolve()),
             arguments.sizes,
             Path(work),
             n_queries=arguments.queries,

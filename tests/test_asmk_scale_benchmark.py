@@ -82,6 +82,8 @@ def test_main_measures_each_size_in_a_child(tmp_path):
         assert set(row["assignments"]) == {"3", "1"}
         assert row["n_queries"] == 2 and row["search_peak_rss_mib"] > 0
     assert result["rows"][1]["bytes_per_image"] > 0
+    assert result["rows"][1]["build_peak_rss_mib"] > 0
+    assert result["base"]["peak_rss_mib"] > 0
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "codebook.npz",
         "desc.npz",
