@@ -36,6 +36,7 @@ __all__ = [
     "code_dtype",
     "code_width",
     "encode_residuals",
+    "hamming_similarities",
     "popcount",
     "selectivity",
     "word_quantizer",
@@ -204,8 +205,12 @@ def binary_similarities(
     """``1 - 2 h / n_features`` for the Hamming distance ``h`` of each row of
     ``codes`` to the same row of ``others`` (packed sign bits): 1 for equal
     signs, -1 for opposite ones."""
-    distances = popcount(np.bitwise_xor(codes, others))
-    return (1.0 - 2.0 * distances / n_features).astype(np.float32)
+    return hamming_similarities(popcount(np.bitwise_xor(codes, others)), n_features)
+
+
+def hamming_similarities(distances: np.ndarray, n_features: int) -> np.ndarray:
+    """``1 - 2 h / n_features`` of Hamming distances ``h``, float32."""
+    return (1.0 - 2.0 * np.asarray(distances) / n_features).astype(np.float32)
 
 
 def selectivity(similarities: np.ndarray, alpha: float, threshold: float) -> np.ndarray:

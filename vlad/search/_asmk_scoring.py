@@ -23,6 +23,7 @@ from vlad.search._asmk_kernel import (
     aggregate_residuals,
     binary_similarities,
     encode_residuals,
+    hamming_similarities,
     selectivity,
 )
 from vlad.search._asmk_parts import checked_names, descriptor_parts, renamed
@@ -144,26 +145,26 @@ def _compiled_binary(
     n_features,
 ):  # fmt: skip
     """ASMK* of one segment in numba's single pass; the codes read as rows of
-    the widest unsigned integers their width divides into."""
+    the widest unsigned integers their width divides into, each entry's
+    kernel looked up by its Hamming distance."""
     width = segment.codes.shape[1]
     unsigned = next(
         dtype
         for dtype in (np.uint64, np.uint32, np.uint16, np.uint8)
         if width % np.dtype(dtype).itemsize == 0
     )
-    integer_alpha = int(alpha) if float(alpha).is_integer() and 1 <= alpha <= 8 else 0
+    # Every distance the codes' bytes can give (padding bits included, which
+    # are 0 in codes vlad writes), through the NumPy path's own functions.
+    similarities = hamming_similarities(np.arange(8 * width + 1), n_features)
     kernels.add_binary_scores(
         segment.word_offsets,
         segment.entry_images,
-        segment.codes.view(unsigned),
+        np.ascontiguousarray(segment.codes).view(unsigned),
         segment.first_image,
         words,
         np.ascontiguousarray(codes).view(unsigned),
         query_weights,
-        n_features,
-        np.float32(alpha),
-        integer_alpha,
-        np.float32(threshold),
+        selectivity(similarities, alpha, threshold),
         scores,
     )
 
