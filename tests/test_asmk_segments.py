@@ -425,7 +425,7 @@ def test_indexes_stacked_from_segments_rank_as_one(tmp_path):
     for segments, named, message in bad:
         with pytest.raises(ValueError, match=message):
             ASMKIndex.from_segments(codebook, named, segments)
-    with pytest.raises(ValueError, match=r"segment 0 has uint8 codes of shape \(4, 1\)"):
+    with pytest.raises(ValueError, match=r"segment 0 has uint8 codes of shape"):
         ASMKIndex.from_segments(codebook, names, [first, renumbered], binary=False)
     other_words = build_asmk_index(database[:2], vlad.Codebook(centers[:4]))
     with pytest.raises(ValueError, match=r"int64 offsets of shape \(5,\)"):

@@ -115,7 +115,8 @@ def search_index(
         ASMK index: words each query descriptor is assigned to (default: the
         index's, 5 for ASMK*, 3 for ASMK).
     n_jobs : int, optional
-        Processes that describe query images and verify results.
+        Processes that describe query images and verify results; with an
+        ASMK index, also the threads that rank its queries.
     progress : callable, optional
         ``progress(n_done, n_total)``, called as query images are described.
 
