@@ -91,6 +91,12 @@ class ASMKIndex:
     quantizer_parameters : str, optional
         faiss search parameters of that index (``"efSearch=64"``,
         ``"nprobe=32"``); settable later, as :attr:`quantizer_parameters`.
+
+    Attributes
+    ----------
+    segments : tuple of ASMKSegment
+        The inverted file's segments, one after the other: one per build or
+        :meth:`add`, one after :meth:`merge`.
     """
 
     def __init__(
@@ -161,6 +167,8 @@ class ASMKIndex:
         ValueError
             Segments that do not follow each other, of other words or
             codes, or names of another number of images.
+
+        docs/asmk.md (Segments: adding images and merging) has an example.
         """
         names = list(names)
         alpha, threshold = check_kernel_parameters(alpha, threshold)
