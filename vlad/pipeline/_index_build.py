@@ -11,7 +11,8 @@ from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.formats._shards import open_shards
 from vlad.formats._vectors import load_vectors
 from vlad.pipeline._queries import source_record
-from vlad.search._asmk import ASMKIndex, build_asmk_index
+from vlad.search._asmk import ASMKIndex
+from vlad.search._asmk_streamed import write_asmk_index
 from vlad.search._asmk_updates import append_asmk_index, merge_asmk_index
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import VectorIndex, build_index
@@ -163,9 +164,11 @@ def write_index(
     if method == "asmk":
         if not isinstance(codebook, Codebook):
             codebook = Codebook.load(codebook)
-        built = build_asmk_index(
+        return write_asmk_index(
             read_descriptor_file(source, lazy=True),
             codebook,
+            output,
+            overwrite=overwrite,
             binary=binary,
             alpha=alpha,
             threshold=threshold,
@@ -173,8 +176,6 @@ def write_index(
             quantizer=quantizer,
             quantizer_parameters=quantizer_parameters,
         )
-        built.save(output, overwrite=overwrite)
-        return built
     if os.path.isdir(source) and pca is None and whiten is None and not augment:
         return index_shards(
             source,

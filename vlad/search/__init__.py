@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from vlad.search._asmk import ASMKIndex, build_asmk_index
     from vlad.search._asmk_files import is_asmk_index, load_asmk_index
     from vlad.search._asmk_segments import ASMKSegment
+    from vlad.search._asmk_streamed import write_asmk_index
     from vlad.search._asmk_updates import append_asmk_index, merge_asmk_index
     from vlad.search._exact import search_exact
     from vlad.search._expansion import QueryExpansion, augment_database, expand_queries
@@ -55,6 +56,7 @@ __getattr__, __dir__ = attach(
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
         "spatial_rerank": "vlad.search._spatial",
+        "write_asmk_index": "vlad.search._asmk_streamed",
     },
 )
 __all__ = [
@@ -81,4 +83,5 @@ __all__ = [
     "rerank_spatially",
     "search_exact",
     "spatial_rerank",
+    "write_asmk_index",
 ]

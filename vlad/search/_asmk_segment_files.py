@@ -57,12 +57,14 @@ __all__ = [
     "damaged",
     "member",
     "read_record",
+    "read_segment_arrays",
     "read_segmented_index",
     "record_text",
     "segment_entry",
     "segment_name",
     "settings_of",
     "similarities_name",
+    "write_index_files",
     "write_segment_files",
     "write_segmented_index",
 ]
@@ -82,9 +84,7 @@ def write_segmented_index(
 ) -> None:
     """Write ``index`` to a new folder ``path``, whole or not at all, its
     segments as they are (see :meth:`ASMKIndex.save`)."""
-    fingerprint = index.codebook.fingerprint
     with replace_folder(path, overwrite=overwrite) as folder:
-        index.codebook.save(folder / "codebook.npz")
         entries = []
         for number, segment in enumerate(index.segments):
             name = segment_name(number)
@@ -94,20 +94,45 @@ def write_segmented_index(
                 segment,
                 index.names[segment.first_image : segment.stop_image],
                 index,
-                fingerprint,
+                index.codebook.fingerprint,
             )
             entries.append(segment_entry(name, segment))
-        similarities = None
-        if index.idf:
-            similarities = similarities_name(len(index.segments) - 1)
-            np.save(
-                folder / similarities,
-                index._statistics_now().self_similarities,
-            )
-        quantizer = index._quantizer()
-        if not quantizer.exact:
-            np.save(folder / QUANTIZER, quantizer.to_bytes())
-        (folder / "index.json").write_text(record_text(index, entries, similarities))
+        write_index_files(folder, index, entries)
+
+
+def write_index_files(folder: Path, index: ASMKIndex, entries: list[dict]) -> None:
+    """The files of a new folder besides its segments (named by ``entries``):
+    the codebook, the self-similarities of an idf index, the index over the
+    words of an approximate quantizer, and ``index.json``, last."""
+    index.codebook.save(folder / "codebook.npz")
+    similarities = None
+    if index.idf:
+        number = SEGMENT_NAME.fullmatch(entries[-1]["folder"]).group(1)
+        similarities = similarities_name(int(number))
+        np.save(folder / similarities, index._statistics_now().self_similarities)
+    quantizer = index._quantizer()
+    if not quantizer.exact:
+        np.save(folder / QUANTIZER, quantizer.to_bytes())
+    (folder / "index.json").write_text(record_text(index, entries, similarities))
+
+
+def read_segment_arrays(
+    place: Path, first_image: int, n_images: int, mmap: bool = True
+) -> ASMKSegment:
+    """The segment written in the folder ``place`` (by this process: its
+    arrays are not checked)."""
+    arrays = {
+        name: np.load(place / f"{name}.npy", mmap_mode="r" if mmap else None)
+        for name in ("word_offsets", "entry_images", "codes", "image_entries")
+    }
+    return ASMKSegment(
+        first_image,
+        n_images,
+        arrays["word_offsets"],
+        arrays["entry_images"],
+        arrays["codes"],
+        arrays["image_entries"],
+    )
 
 
 def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex:

@@ -38,9 +38,9 @@ from vlad.search._asmk_segment_files import (
     similarities_name,
     write_segment_files,
 )
-from vlad.search._asmk_segments import merge_segments
+from vlad.search._asmk_segments import ASMKSegment, merge_segments
 
-__all__ = ["append_asmk_index", "merge_asmk_index"]
+__all__ = ["append_asmk_index", "merge_asmk_index", "write_merged_segment"]
 
 #: A segment folder being written (``.segment-00003.PID.XXXXXXXX.partial``).
 _HIDDEN_SEGMENT = re.compile(r"\.(segment-[0-9]{5,})\.")
@@ -158,34 +158,37 @@ def merge_asmk_index(path: str | os.PathLike) -> ASMKIndex:
         record, index = _open_for_writing(folder)
         if index.n_segments > 1:
             name = segment_name(_next_number(record))
-            n_entries = index.n_entries
-            width = index.segments[0].codes.shape[1]
-            dtype = index.segments[0].codes.dtype
-            with replace_folder(folder / name, overwrite=True) as written:
-                with (
-                    _new_array(
-                        written / "entry_images.npy", np.int32, (n_entries,)
-                    ) as images,
-                    _new_array(
-                        written / "codes.npy", dtype, (n_entries, width)
-                    ) as codes,
-                ):
-                    merged = merge_segments(
-                        index.segments, entry_images=images, codes=codes
-                    )
-                write_segment_files(
-                    written,
-                    merged,
-                    index.names,
-                    index,
-                    index.codebook.fingerprint,
-                    entries_written=True,
-                )
+            merged = write_merged_segment(folder / name, index, overwrite=True)
             entries = [segment_entry(name, merged)]
             similarities = record.get("self_similarities")
             _commit(folder, index, entries, similarities)
             _remove_unreferenced(folder, entries, similarities)
     return read_segmented_index(folder, read_record(folder), mmap=True)
+
+
+def write_merged_segment(
+    place: Path, index: ASMKIndex, *, overwrite: bool = False
+) -> ASMKSegment:
+    """One segment of all of ``index``'s, written to the folder ``place``
+    (whole or not at all) a run of words at a time, through the files."""
+    n_entries = index.n_entries
+    width = index.segments[0].codes.shape[1]
+    dtype = index.segments[0].codes.dtype
+    with replace_folder(place, overwrite=overwrite) as written:
+        with (
+            _new_array(written / "entry_images.npy", np.int32, (n_entries,)) as images,
+            _new_array(written / "codes.npy", dtype, (n_entries, width)) as codes,
+        ):
+            merged = merge_segments(index.segments, entry_images=images, codes=codes)
+        write_segment_files(
+            written,
+            merged,
+            index.names,
+            index,
+            index.codebook.fingerprint,
+            entries_written=True,
+        )
+    return merged
 
 
 def _open_for_writing(folder: Path) -> tuple[dict, ASMKIndex]:
