@@ -78,3 +78,17 @@ def test_shards_of_other_words_or_settings_are_refused(cluster_client, tmp_path)
         search_asmk_shards([], database, client=cluster_client)
     with pytest.raises(TypeError, match="dask.distributed.Client"):
         search_asmk_shards([tmp_path / "a"], database, client=None)
+
+
+@pytest.mark.slow
+def test_the_same_queries_searched_again_and_again(cluster_client, tmp_path):
+    """Each search scatters its queries under a key of its own: with a key
+    from their content, the data of one search was released as the next
+    scattered the same queries, and about one search in sixty lost it."""
+    centers, database, rng = random_problem(22, 10, [6, 0, 9, 4, 7, 5])
+    paths, _ = saved_shards(tmp_path, database, vlad.Codebook(centers), [3])
+    queries = [rng.standard_normal((6, 8)).astype(np.float32) for _ in range(3)]
+    first = search_asmk_shards(paths, queries, 3, client=cluster_client)
+    for _ in range(150):
+        again = search_asmk_shards(paths, queries, 3, client=cluster_client)
+        assert again.rankings() == first.rankings()

@@ -122,7 +122,10 @@ def search_asmk_shards(
         # One object each, sent once to every worker: the queries' words and
         # codes, and with idf the collection's word weights.
         weights = _collection_weights(opened) if first.idf else None
-        [shared] = client.scatter([(queries, weights)], broadcast=True)
+        # A key of its own (hash=False): a key from the content would be the
+        # same for the same queries searched again, and releasing the
+        # earlier search's data could then drop this one's.
+        [shared] = client.scatter([(queries, weights)], broadcast=True, hash=False)
         futures = [
             client.submit(
                 _shard_best,
