@@ -229,7 +229,9 @@ def search(
         if run.query_descriptors is not None:
             sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
-            write_results_page(page, results, queries, sets, n_jobs, verbosity)
+            write_results_page(
+                page, results, queries, sets, n_jobs, verbosity, run.max_pixels
+            )
 
 
 def _print_table(results: SearchResults) -> None:
