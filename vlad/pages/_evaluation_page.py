@@ -19,7 +19,7 @@ from vlad.evaluation._scoring import Evaluation, QueryEvaluation
 from vlad.images._files import MAX_PIXELS, check_max_pixels
 from vlad.pages._cards import hit_card, query_card, relevance
 from vlad.pages._charts import bar_chart, line_chart
-from vlad.pages._html import escape, html_page, percent
+from vlad.pages._html import PAGE_TITLES, escape, html_page, percent
 from vlad.pages._search_page import PageReport, page_report
 from vlad.pages._thumbnails import (
     ImageFolders,
@@ -143,7 +143,7 @@ def write_evaluation_page(
         parts.append(
             _worst_row(query, shown, named, n_shown, thumbnails, queries, database)
         )
-    page = html_page("vlad evaluation", "\n".join(parts))
+    page = html_page(PAGE_TITLES["evaluation report"], "\n".join(parts))
     with atomic_write(path) as handle:
         handle.write(page.encode("utf-8"))
     prune_folder(

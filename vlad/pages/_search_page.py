@@ -32,7 +32,7 @@ from vlad.evaluation._ground_truth import (
 from vlad.evaluation._scoring import evaluate
 from vlad.images._files import MAX_PIXELS, ImageReadError, check_max_pixels
 from vlad.pages._cards import hit_card, query_card, relevance
-from vlad.pages._html import escape, html_page, percent
+from vlad.pages._html import PAGE_TITLES, escape, html_page, percent
 from vlad.pages._matches import draw_matches, encode_picture, read_colour_image
 from vlad.pages._thumbnails import (
     ImageFolders,
@@ -274,7 +274,8 @@ def write_search_page(
     }
     body = _body(results, shown, truth, scores, thumbnails, matches, queries, database)
     with atomic_write(path) as handle:
-        handle.write(html_page("vlad search results", body, SCRIPT).encode("utf-8"))
+        page = html_page(PAGE_TITLES["search page"], body, SCRIPT)
+        handle.write(page.encode("utf-8"))
     kept = [
         Path(thumb.relative).name for thumb in thumbnails.values() if thumb.relative
     ]

@@ -37,6 +37,7 @@ from vlad.images._files import MAX_PIXELS, ImageReadError, find_images, read_che
 from vlad.pages._html import escape, url
 
 __all__ = [
+    "GENERATED",
     "THUMBNAIL_SIZE",
     "ImageFolders",
     "Thumbnail",
@@ -57,7 +58,7 @@ THUMBNAIL_SIZE = 160
 #: JPEG quality of thumbnails: about 6 KB for a 160 x 120 photo.
 THUMBNAIL_QUALITY = 85
 #: How vlad names the files it makes in a page's folder.
-_GENERATED = re.compile(r"[0-9a-f]{24}\.jpg")
+GENERATED = re.compile(r"[0-9a-f]{24}\.jpg")
 
 
 def require_pillow():
@@ -226,7 +227,7 @@ def sibling_files(page: Path, subfolder: str) -> dict[str, Path]:
                 os.scandir(os.path.join(folder, subfolder)) as entries,
             ):
                 for entry in entries:
-                    if _GENERATED.fullmatch(entry.name):
+                    if GENERATED.fullmatch(entry.name):
                         found.setdefault(entry.name, Path(entry.path))
     return found
 
@@ -375,7 +376,7 @@ def prune_folder(folder: Path, kept: Iterable[str]) -> int:
     if not folder.is_dir():
         return 0
     for entry in folder.iterdir():
-        if _GENERATED.fullmatch(entry.name) and entry.name not in kept:
+        if GENERATED.fullmatch(entry.name) and entry.name not in kept:
             with contextlib.suppress(FileNotFoundError):
                 entry.unlink()
                 removed += 1
