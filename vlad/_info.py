@@ -339,6 +339,7 @@ def _describe_results(path: Path) -> dict:
         "n_results": sum(lengths),
         "most_per_query": max(lengths, default=0),
         "n_found_nothing": lengths.count(0),
+        "found_nothing": [query for query, names in rankings.items() if not names],
     }
     if summary["format"] == "json":
         document = json.loads(path.read_bytes())
@@ -410,7 +411,7 @@ def _describe_descriptor_sets(path: Path) -> dict:
     """Descriptor sets from their record, offsets and the header of their
     descriptors: never the descriptors themselves."""
     kind = "descriptor sets"
-    arrays, record = read_record_archive(path, kind, ("offsets",))
+    arrays, record = read_record_archive(path, kind, ("offsets", "names"))
     check_format_version(path, record, f"vlad {kind} file", FORMAT_VERSION)
     shape, dtype = npz_member_header(path, f"vlad {kind} file", "descriptors")
     if len(shape) != 2:
@@ -438,8 +439,17 @@ def _describe_descriptor_sets(path: Path) -> dict:
             "max": int(lengths.max(initial=0)),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
+        "empty": _empty_names(arrays["names"].tolist(), lengths),
         "descriptor": record.get("descriptor", {}),
     }
+
+
+def _empty_names(names, lengths: np.ndarray) -> list[str]:
+    """The names of the images without descriptors (``lengths`` 0)."""
+    if not isinstance(names, list) or len(names) != len(lengths):
+        raise VladError("descriptor sets whose names do not match their images")
+    pairs = zip(names, lengths, strict=True)
+    return [str(name) for name, length in pairs if not length]
 
 
 def _is_descriptor_manifest(path: Path) -> bool:
@@ -471,6 +481,7 @@ def _describe_descriptor_folder(path: Path) -> dict:
             "max": int(lengths.max(initial=0)),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
+        "empty": _empty_names(shards.names, lengths),
         "n_shards": shards.n_shards,
         "descriptor": shards.metadata,
     }
@@ -511,6 +522,7 @@ def _describe_hloc(path: Path) -> dict:
             "max": int(lengths.max()),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
+        "empty": _empty_names(features.names, lengths),
         "descriptor": features.metadata,
     }
 
