@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -18,9 +19,11 @@ from vlad.pipeline._batch import BatchReport
 __all__ = [
     "DENSE_ADVICE",
     "LISTED_NAMES",
+    "PROGRESS_LOG_SECONDS",
     "USER_ERRORS",
     "check_outputs",
     "count",
+    "duration",
     "library_errors",
     "log_to_stderr",
     "name_list",
@@ -34,6 +37,8 @@ logger = logging.getLogger("vlad.cli")
 #: Names a warning lists whole; beyond, it names the first ``_FIRST_NAMES``.
 LISTED_NAMES = 10
 _FIRST_NAMES = 5
+#: Seconds between two lines of progress when stderr is not a terminal.
+PROGRESS_LOG_SECONDS = 30
 #: What describes images without keypoints, for the commands that describe.
 DENSE_ADVICE = "--dense describes every image"
 
@@ -81,28 +86,74 @@ def log_to_stderr(verbosity: int) -> Iterator[None]:
 
 @contextlib.contextmanager
 def progress_bar(
-    verbosity: int, label: str
+    verbosity: int, label: str, *, lines: bool = False
 ) -> Iterator[Callable[[int, int], None] | None]:
-    """A ``progress(n_done, n_total)`` callback drawing a bar on stderr.
+    """A ``progress(n_done, n_total)`` callback drawing a bar on stderr, with
+    the time left; the bar ends when ``n_done`` reaches ``n_total``, so that
+    another can follow it.
 
-    Yields None, for no bar, when ``verbosity`` is negative or stderr is not a
-    terminal.
+    When stderr is not a terminal, with ``lines``, a line every
+    :data:`PROGRESS_LOG_SECONDS` instead (``"k-means: 12/100 after 1 min 3 s,
+    about 7 min 51 s left"``); without, nothing. Yields None, for no
+    progress at all, when ``verbosity`` is negative.
     """
-    if verbosity < 0 or not sys.stderr.isatty():
+    if verbosity < 0:
         yield None
         return
+    if not sys.stderr.isatty():
+        yield _progress_lines(label, PROGRESS_LOG_SECONDS) if lines else None
+        return
     with contextlib.ExitStack() as stack:
-        bars = []
+        bars: list = []
 
         def advance(n_done: int, n_total: int) -> None:
             if not bars:
+                shown = stack.enter_context(contextlib.ExitStack())
                 bar = click.progressbar(
                     length=n_total, label=label, file=sys.stderr, show_pos=True
                 )
-                bars.append(stack.enter_context(bar))
-            bars[0].update(1)
+                bars.append((shown.enter_context(bar), shown))
+            bar, shown = bars[0]
+            if n_done > bar.pos:
+                bar.update(n_done - bar.pos)
+            if n_done >= n_total:
+                shown.close()
 
         yield advance
+
+
+def _progress_lines(label: str, every: float) -> Callable[[int, int], None]:
+    """``progress(n_done, n_total)`` logging a line at most every ``every``
+    seconds, with the time taken and the time left at this pace."""
+    start = time.monotonic()
+    last = [start, 0]  # when the last line was logged, and what it said
+
+    def report(n_done: int, n_total: int) -> None:
+        now = time.monotonic()
+        if n_done <= last[1] or now - last[0] < every:
+            return
+        last[:] = [now, n_done]
+        elapsed = now - start
+        logger.info(
+            "%s: %d/%d after %s, about %s left",
+            label,
+            n_done,
+            n_total,
+            duration(elapsed),
+            duration(elapsed / n_done * max(n_total - n_done, 0)),
+        )
+
+    return report
+
+
+def duration(seconds: float) -> str:
+    """``"42 s"``, ``"7 min 51 s"``, ``"2 h 5 min"``."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 def check_outputs(paths: Iterable[Path], overwrite: bool) -> None:
