@@ -18,8 +18,9 @@ from photos import DATA, FAST_OPTIONS
 from readme_commands import README, quick_start_commands
 
 from vlad.evaluation import evaluate, load_ground_truth
+from vlad.formats._vectors import save_vectors
 from vlad.pages import write_matches_picture
-from vlad.search import read_rankings
+from vlad.search import build_index, read_rankings
 from vlad.search._results import QueryResult, SearchResults
 
 from .conftest import FAST, run
@@ -334,3 +335,26 @@ def test_an_image_beyond_the_pixel_limit_gets_a_placeholder_and_a_line(tmp_path)
     assert "1 made, 0 reused, 2 missing" in result.stderr
     placeholders = [p.content() for p in parse_page(page).find(cls="placeholder")]
     assert sorted(placeholders)[0].startswith("cannot read the image: 13000 x 13000")
+
+
+def test_the_search_page_reads_images_within_the_index_s_pixel_limit(tmp_path):
+    """The index was described with max_pixels=100000: the page decodes no
+    image beyond it either (astronaut.jpg has 262,144 pixels, chelsea.jpg
+    135,300)."""
+    names = ["astronaut.jpg", "chelsea.jpg"]
+    vectors = np.eye(2, 4, dtype=np.float32)
+    save_vectors(tmp_path / "v.npy", vectors, names, {})
+    build_index(vectors, names, source={"descriptor": {"max_pixels": 100_000}}).save(
+        tmp_path / "index"
+    )
+    page = tmp_path / "results.html"
+    result = run(
+        "search", tmp_path / "index", tmp_path / "v.npy", "--top", 1,
+        "--html", page, "--images", DATA, "--query-images", DATA,
+    )  # fmt: skip
+    assert (
+        f"warning: no thumbnail of {DATA / 'astronaut.jpg'}: 512 x 512 pixels is "
+        "more than max_pixels=100000"
+    ) in result.stderr
+    assert f"no thumbnail of {DATA / 'chelsea.jpg'}" in result.stderr
+    assert "0 made, 0 reused, 2 missing" in result.stderr
