@@ -32,12 +32,12 @@ FLOORS = {
     "search": 3,
     "estimators": 3,
     "evaluation": 4,
-    "_info": 4,
     "pipeline": 5,
     "pages": 5,
-    "cli": 6,
-    "vlad": 7,
-    "__main__": 8,
+    "_info": 6,
+    "cli": 7,
+    "vlad": 8,
+    "__main__": 9,
 }
 
 

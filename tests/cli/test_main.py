@@ -183,7 +183,8 @@ ERRORS = {
         1,
         "cannot fit 100000 centres",
     ),
-    "info on a photo": (["info", "{rocket}"], 1, "is not a vlad file"),
+    "info on an empty picture": (["info", "{unreadable}/a.png"], 1, "not a vlad file"),
+    "info on a text file": (["info", "{text}"], 1, "is not a vlad file"),
 }
 
 

@@ -135,7 +135,7 @@ def extract(
         options.kind if options else sets.metadata["extractor"],
         output,
     )
-    report_skipped(report)
+    report_skipped(report, listed_in=output)
 
 
 def _extract_to_folder(
@@ -184,5 +184,6 @@ def _extract_to_folder(
             shards.names,
             {entry["name"]: entry["reason"] for entry in record["skipped"]},
             record["empty"],
-        )
+        ),
+        listed_in=output,
     )

@@ -115,7 +115,11 @@ def fit(
     check_outputs([output], overwrite)
     if adapt_from is not None:
         _refuse_fitting_options(adapt_from)
-    with library_errors(), progress_bar(verbosity, "Describing") as progress:
+    with (
+        library_errors(),
+        progress_bar(verbosity, "Describing") as progress,
+        progress_bar(verbosity, "k-means", lines=True) as kmeans_progress,
+    ):
         if adapt_from is not None:
             codebook, report = write_adapted_codebook(
                 inputs,
@@ -141,6 +145,7 @@ def fit(
                 extractor=extractor,
                 n_jobs=n_jobs,
                 progress=progress,
+                kmeans_progress=kmeans_progress,
                 overwrite=overwrite,
             )
     if adapt_from is not None:

@@ -56,7 +56,7 @@ COMMANDS = {
     ),
     "info": (
         "vlad.cli._info:info",
-        "Show what a vlad file, index or results file holds.",
+        "Show what a file or folder vlad wrote holds.",
     ),
     "index": (
         "vlad.cli._index:index",

@@ -20,6 +20,7 @@ from vlad.cli._reporting import (
     check_outputs,
     count,
     library_errors,
+    name_list,
     progress_bar,
     report_skipped,
 )
@@ -207,14 +208,21 @@ def search(
             )
         if output is not None:
             run.results.write(output)
+    # The results file lists every query's reason; a table on stdout does not.
+    listed_in = output if output and output.suffix.lower() == ".json" else None
     if run.report is not None:
-        report_skipped(run.report, vectors=not asmk)
+        report_skipped(run.report, queries=True, advice=None, listed_in=listed_in)
     results = run.results
     for note in results.notes:
         logger.warning(note)
+    # One line per reason: queries without descriptors were told just above.
+    told = set(run.report.empty) if run.report is not None else set()
+    by_reason: dict[str, list[str]] = {}
     for result in results:
-        if result.reason:
-            logger.warning("%s: %s", result.query, result.reason)
+        if result.reason and result.query not in told:
+            by_reason.setdefault(result.reason, []).append(result.query)
+    for reason, names in by_reason.items():
+        logger.warning("%s: %s", name_list(names, listed_in), reason)
     if output is None:
         _print_table(results)
     else:
@@ -229,7 +237,9 @@ def search(
         if run.query_descriptors is not None:
             sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
-            write_results_page(page, results, queries, sets, n_jobs, verbosity)
+            write_results_page(
+                page, results, queries, sets, n_jobs, verbosity, run.max_pixels
+            )
 
 
 def _print_table(results: SearchResults) -> None:

@@ -15,7 +15,7 @@ from vlad.core._files import atomic_write
 from vlad.core._validation import as_float_matrix, check_positive_int
 from vlad.errors import VladError
 from vlad.images._describe import describe_image_with_keypoints
-from vlad.images._files import ImageReadError
+from vlad.images._files import MAX_PIXELS, ImageReadError, read_checked
 from vlad.images._sift import SiftOptions
 from vlad.search._spatial import (
     LOWE_RATIO,
@@ -58,27 +58,33 @@ class MatchesPicture:
     n_inliers: int
 
 
-def read_colour_image(path: str | os.PathLike) -> np.ndarray:
+def read_colour_image(
+    path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS
+) -> np.ndarray:
     """An image file as an 8-bit BGR array, EXIF orientation applied (as
     :func:`vlad.images.read_image` reads it in grey).
+
+    Parameters
+    ----------
+    path : path-like
+        A JPEG, PNG, BMP, TIFF or WebP file.
+    max_pixels : int, default=MAX_PIXELS
+        Refuse an image whose header declares more pixels, before decoding
+        it; 0 for no limit.
 
     Raises
     ------
     ImageReadError
-        The file cannot be read or decoded.
+        The file cannot be read or decoded, or declares more than
+        ``max_pixels`` pixels.
     """
     import cv2
 
+    encoded, _ = read_checked(path, max_pixels)
     try:
-        encoded = Path(path).read_bytes()
-    except OSError as error:
-        raise ImageReadError(path, error.strerror or str(error)) from None
-    image = None
-    if encoded:
-        try:
-            image = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_COLOR)
-        except cv2.error:
-            image = None
+        image = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        image = None
     if image is None or image.size == 0:
         raise ImageReadError(path, "not an image that OpenCV can decode")
     return image
@@ -269,7 +275,10 @@ def write_matches_picture(
     if isinstance(descriptor_options, dict):
         descriptor_options = SiftOptions(**descriptor_options)
     options = descriptor_options or SiftOptions()
-    pictures = [read_colour_image(query), read_colour_image(image)]
+    pictures = [
+        read_colour_image(path, max_pixels=options.max_pixels)
+        for path in (query, image)
+    ]
     features = [describe_image_with_keypoints(path, options) for path in (query, image)]
     n_matches = len(
         match_descriptors(

@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -60,12 +61,16 @@ class BatchReport:
         ``/``) that could not be listed or loop back, and why (one line each).
     empty : list of str
         Images among ``names`` without descriptors (their vectors are zero).
+    source : Path or None
+        The descriptors file (or folder of shards) the batch was read from;
+        None when its images were described.
     """
 
     n_found: int
     names: list[str]
     skipped: dict[str, str]
     empty: list[str]
+    source: Path | None = None
 
     def record(self) -> dict:
         """JSON-serialisable summary, as written to ``vectors.json``."""

@@ -160,4 +160,4 @@ def read_descriptor_sets(
         for name, length in zip(sets.names, sets.lengths, strict=True)
         if length == 0
     ]
-    return sets, BatchReport(len(sets), list(sets.names), {}, empty)
+    return sets, BatchReport(len(sets), list(sets.names), {}, empty, descriptor_file)

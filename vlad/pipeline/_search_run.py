@@ -13,6 +13,7 @@ from vlad.core._descriptors import DescriptorSets
 from vlad.core._pool import Progress
 from vlad.errors import VladError
 from vlad.formats._descriptor_files import read_descriptor_file
+from vlad.images._files import MAX_PIXELS
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._queries import read_asmk_queries, read_queries
 from vlad.search._asmk_files import is_asmk_index, load_asmk_index
@@ -46,12 +47,17 @@ class SearchRun:
         ``"spatial"``.
     database_descriptors : DescriptorSets or None
         The index images' descriptors, when ``rerank`` held ``"spatial"``.
+    max_pixels : int
+        The limit on an image's pixels that the index's images were described
+        with (as its record says; :data:`~vlad.images._files.MAX_PIXELS` when
+        it does not): a page of the results reads them within it too.
     """
 
     results: SearchResults
     report: BatchReport | None = None
     query_descriptors: DescriptorSets | None = None
     database_descriptors: DescriptorSets | None = None
+    max_pixels: int = MAX_PIXELS
 
 
 def search_index(
@@ -177,6 +183,7 @@ def search_index(
         results = asmk_index.search(
             query_sets, top, multiple_assignment=multiple_assignment
         )
+        max_pixels = _recorded_max_pixels(asmk_index.source)
     else:
         vector_index = load_index(index, mmap=True, parameters=parameters)
         found = read_queries(
@@ -192,8 +199,9 @@ def search_index(
         results = vector_index.search(
             found.vectors, top, query_names=found.names, expansion=expansion
         )
+        max_pixels = _recorded_max_pixels(vector_index.source)
     if not spatial:
-        return SearchRun(results, report)
+        return SearchRun(results, report, max_pixels=max_pixels)
     database_sets = read_descriptor_file(database_descriptors)
     results = rerank_spatially(
         results,
@@ -204,7 +212,17 @@ def search_index(
         n_jobs=n_jobs,
         **dict(verification or {}),
     )
-    return SearchRun(results, report, query_sets, database_sets)
+    return SearchRun(results, report, query_sets, database_sets, max_pixels)
+
+
+def _recorded_max_pixels(source: Mapping) -> int:
+    """The ``max_pixels`` of an index's descriptor options; the default when
+    its record has none (vectors from hloc, or from another extractor)."""
+    options = source.get("descriptor")
+    value = options.get("max_pixels") if isinstance(options, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return MAX_PIXELS
+    return value
 
 
 def _as_list(queries: PathOrPaths) -> list:
