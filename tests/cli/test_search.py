@@ -298,6 +298,66 @@ def test_spatial_reranking_needs_database_descriptors(built, codebook_path):
     assert "--rerank spatial needs --database-descriptors" in result.stderr
 
 
+def usage_error(result, message):
+    """``result`` is click's usage error ``message``, in one line of its own."""
+    assert result.stderr.splitlines()[-1] == f"Error: {message}", result.stderr
+
+
+#: Each option that only a re-ranking reads, a value for it, and that
+#: re-ranking.
+RERANKING_OPTIONS = [
+    ("--rerank-depth", "3", "spatial"),
+    ("--matching", "mutual", "spatial"),
+    ("--ratio", "0.7", "spatial"),
+    ("--geometry", "affine", "spatial"),
+    ("--inlier-threshold", "3", "spatial"),
+    ("--verify-keypoints", "100", "spatial"),
+    ("--min-inliers", "5", "spatial"),
+    ("--database-descriptors", "descriptors.npz", "spatial"),
+    ("--qe-neighbours", "2", "qe"),
+    ("--qe-alpha", "1", "qe"),
+]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "reranking", "other"),
+    [
+        (option, value, reranking, other)
+        for option, value, reranking in RERANKING_OPTIONS
+        for other in ([], ["--rerank", "qe" if reranking == "spatial" else "spatial"])
+    ],
+)
+def test_an_option_of_a_reranking_not_asked_for_is_refused(
+    built, tmp_path, option, value, reranking, other
+):
+    if option == "--database-descriptors":
+        value = built / value
+    result = run(
+        "search", built / "index", built / "v.npy", option, value, *other,
+        "-o", tmp_path / "r.json", exit_code=2,
+    )  # fmt: skip
+    usage_error(result, f"{option} applies only with --rerank {reranking}")
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_the_options_of_a_reranking_are_refused_together_even_at_their_defaults(
+    built,
+):
+    result = run(
+        "search", built / "index", built / "v.npy", "--rerank", "qe",
+        "--ratio", "0.8", "--min-inliers", "12", exit_code=2,
+    )  # fmt: skip
+    usage_error(result, "--ratio, --min-inliers apply only with --rerank spatial")
+
+
+def test_multiple_assignment_is_refused_for_a_vlad_index(built):
+    result = run(
+        "search", built / "index", built / "v.npy", "--multiple-assignment", "2",
+        exit_code=2,
+    )  # fmt: skip
+    usage_error(result, "--multiple-assignment applies only to an ASMK index")
+
+
 def test_spatial_reranking_needs_the_queries_descriptors(built):
     result = run(
         "search", built / "index", built / "v.npy", "--rerank", "spatial",

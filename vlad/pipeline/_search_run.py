@@ -128,8 +128,8 @@ def search_index(
     ------
     VladError
         An unknown re-ranking, spatial re-ranking without
-        ``database_descriptors``, or query expansion or ``parameters`` with an
-        ASMK index.
+        ``database_descriptors``, query expansion or ``parameters`` with an
+        ASMK index, or ``multiple_assignment`` with a VLAD index.
     ValueError, OSError
         As the index, queries and descriptors are read and searched.
 
@@ -175,6 +175,8 @@ def search_index(
             query_sets, top, multiple_assignment=multiple_assignment
         )
     else:
+        if multiple_assignment is not None:
+            raise VladError("multiple_assignment applies only to an ASMK index")
         vector_index = load_index(index, mmap=True, parameters=parameters)
         found = read_queries(
             _as_list(queries),
