@@ -14,9 +14,14 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
+from vlad.errors import VladError
 from vlad.formats._vectors import load_vectors
 from vlad.search import QueryExpansion, load_index, read_rankings
-from vlad.search._spatial import spatial_rerank
+from vlad.search._spatial import (
+    SMALLEST_MAX_KEYPOINTS,
+    _check_max_keypoints,
+    spatial_rerank,
+)
 
 from .conftest import FAST, run
 
@@ -356,6 +361,39 @@ def test_multiple_assignment_is_refused_for_a_vlad_index(built):
         exit_code=2,
     )  # fmt: skip
     usage_error(result, "--multiple-assignment applies only to an ASMK index")
+
+
+def test_verify_keypoints_takes_what_the_library_takes(built):
+    """Each value is refused by the option, naming it, exactly when the
+    library refuses its ``max_keypoints`` (0 meaning None)."""
+    for value in range(-2, 3 * SMALLEST_MAX_KEYPOINTS):
+        try:
+            _check_max_keypoints(value or None)
+            library_takes = True
+        except VladError:
+            library_takes = False
+        # Taken, the option lets the command go on to its next check.
+        result = run(
+            "search", built / "index", built / "v.npy", "--rerank", "spatial",
+            "--verify-keypoints", value, exit_code=2,
+        )  # fmt: skip
+        if library_takes:
+            usage_error(result, "--rerank spatial needs --database-descriptors")
+        else:
+            usage_error(
+                result,
+                "Invalid value for '--verify-keypoints': must be 0 (every "
+                f"keypoint) or an integer >= {SMALLEST_MAX_KEYPOINTS}; got {value}",
+            )
+
+
+@pytest.mark.parametrize("command", ["search", "show-matches"])
+def test_verify_keypoints_help_shows_the_values_taken(command):
+    shown = " ".join(run(command, "--help").output.split())
+    assert (
+        f"0 for all (vlad 0.4). [default: 1024; 0 or x>={SMALLEST_MAX_KEYPOINTS}]"
+        in shown
+    )
 
 
 def test_spatial_reranking_needs_the_queries_descriptors(built):
