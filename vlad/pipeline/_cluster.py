@@ -195,7 +195,8 @@ def make_shards_on_cluster(
             except distributed.KilledWorker:
                 raise RuntimeError(
                     f"shard {index} of {folder} killed every Dask worker that ran "
-                    "it (out of memory?); the shards written are kept for --resume"
+                    "it (out of memory?); the shards written are kept for "
+                    "resume=True (--resume)"
                 ) from None
             n_done += len(run.groups[index])
             if progress is not None:
