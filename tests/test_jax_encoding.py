@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from photo_descriptors import photo_problem
 
 import vlad
+from vlad._extras import install_command
 from vlad.backends import _layout as layout
 from vlad.backends.jax import _kernels as jax_kernels
 from vlad.backends.jax._batches import plan_batch
@@ -245,5 +246,5 @@ def test_bad_settings_get_a_clear_error(problem):
 
 def test_missing_jax_gives_install_hint(problem, monkeypatch):
     monkeypatch.setitem(sys.modules, "jax", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[jax\]'"):
+    with pytest.raises(ImportError, match=re.escape(install_command("jax"))):
         vlad.JaxEncoder(problem[1])

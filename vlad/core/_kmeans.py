@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._assignment import CHUNK_BYTES, assign_valid
 
 __all__ = [
@@ -204,7 +205,7 @@ def faiss_kmeans(
     except ImportError:
         raise ImportError(
             "backend='faiss' requires faiss; install it with: "
-            "pip install 'vlad-toolkit[faiss]'"
+            + install_command("faiss")
         ) from None
     training = np.ascontiguousarray(training, dtype=np.float32)
     n_training, n_features = training.shape

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._pool import Progress, map_in_order
 from vlad.errors import VladError
 from vlad.images._files import find_images
@@ -60,7 +61,7 @@ def require_pillow():
     except ImportError:
         raise ImportError(
             "the HTML pages make thumbnails with Pillow; install it with: "
-            "pip install 'vlad-toolkit[html]'"
+            + install_command("html")
         ) from None
     return PIL
 

@@ -1,6 +1,6 @@
 """Approximate and compressed vector storage by faiss.
 
-Needs ``pip install 'vlad-toolkit[faiss]'``.
+Needs faiss (the ``faiss`` extra).
 
 An index is described by a faiss ``index_factory`` string, as faiss users
 write it (``"IVF1024,PQ32"``, ``"OPQ32,IVF1024,PQ32"``, ``"HNSW32"``,
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.errors import VladError
 
 __all__ = ["FaissStore", "require_faiss"]
@@ -45,7 +46,7 @@ def require_faiss():
     except ImportError:
         raise ImportError(
             "approximate and compressed indexes require faiss; install it with: "
-            "pip install 'vlad-toolkit[faiss]'"
+            + install_command("faiss")
         ) from None
     return faiss
 
