@@ -7,6 +7,7 @@ them; one-line errors for damaged and wrongly laid-out files."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from photos import DATA
 
 import vlad
+from vlad._extras import install_command
 from vlad.cli._main import main as cli
 from vlad.formats import _hloc as hloc
 from vlad.formats import read_global_features, write_global_features
@@ -471,7 +473,7 @@ def test_without_h5py_the_error_says_what_to_install(features, monkeypatch):
         lambda: read_descriptor_file(features),
         lambda: write_global_features(features, np.ones((1, 2)), ["a"]),
     ):
-        with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[hloc\]'"):
+        with pytest.raises(ImportError, match=re.escape(install_command("hloc"))):
             call()
 
 
@@ -648,3 +650,46 @@ def test_colmap_s_own_reader_imports_every_pair(tmp_path):
         frozenset(pair) for pair in written
     }
     assert len(imported) == len({frozenset(pair) for pair in written})
+
+
+# About a second: SIFT of two photos and their matching, by COLMAP.
+@pytest.mark.slow
+def test_colmap_imports_an_image_with_itself_but_matches_nothing(tmp_path):
+    """What docs/hloc.md says of the pairs of an image with itself that a
+    pairs file of ``vlad search`` lists: COLMAP's importer gives them, its
+    matcher writes nothing for them."""
+    pycolmap = pytest.importorskip("pycolmap")
+    from vlad.search import build_index
+
+    names = ["chelsea.jpg", "coffee.jpg"]
+    vectors = np.random.default_rng(0).normal(size=(2, 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    pairs = tmp_path / "pairs.txt"
+    build_index(vectors, names).search(vectors, k=2, query_names=names).write(pairs)
+    assert {line for line in pairs.read_text().splitlines()} >= {
+        "chelsea.jpg chelsea.jpg",
+        "coffee.jpg coffee.jpg",
+    }
+    path = str(tmp_path / "colmap.db")
+    pycolmap.extract_features(
+        path, str(DATA), image_names=names, device=pycolmap.Device.cpu
+    )
+    options = pycolmap.ImportedPairingOptions()
+    options.match_list_path = str(pairs)
+    database = pycolmap.Database.open(path)
+    ids = {image.name: image.image_id for image in database.read_all_images()}
+    generator = pycolmap.ImportedPairGenerator(options, database)
+    imported = {tuple(pair) for pair in generator.all_pairs()}
+    assert {(ids[name], ids[name]) for name in names} <= imported
+    database.close()
+    pycolmap.match_image_pairs(
+        path, pairing_options=options, device=pycolmap.Device.cpu
+    )
+    database = pycolmap.Database.open(path)
+    for name in names:
+        assert not database.exists_matches(ids[name], ids[name])
+        assert not database.exists_two_view_geometry(ids[name], ids[name])
+    first, second = (ids[name] for name in names)
+    assert database.exists_matches(first, second)
+    assert database.exists_two_view_geometry(first, second)
+    database.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 import subprocess
 import sys
 import unicodedata
@@ -19,6 +20,7 @@ from html_pages import HOSTILE_NAMES, parse_page, source_file, write_photo
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vlad._extras import install_command
 from vlad.evaluation import average_precision, evaluate
 from vlad.pages import write_evaluation_page, write_search_page
 from vlad.pages._html import escape, url, visible
@@ -434,7 +436,7 @@ def test_without_pillow_the_page_says_what_to_install(tmp_path, monkeypatch, res
     ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "PIL", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[html\]'"):
+    with pytest.raises(ImportError, match=re.escape(install_command("html"))):
         write_search_page(tmp_path / "results.html", results)
     assert not (tmp_path / "results.html").exists()
 

@@ -200,7 +200,10 @@ def test_a_loaded_index_grows_and_saves_again(tmp_path):
 
 def test_save_refuses_to_replace_without_overwrite(tmp_path):
     build_index(np.eye(2)).save(tmp_path / "index")
-    with pytest.raises(FileExistsError, match="pass overwrite"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"exists; pass overwrite=True \(--overwrite\) to replace it$",
+    ):
         build_index(np.eye(3)).save(tmp_path / "index")
     assert load_index(tmp_path / "index").n_features == 2
     build_index(np.eye(3)).save(tmp_path / "index", overwrite=True)

@@ -17,6 +17,7 @@ from html_pages import parse_page, source_file, write_photo
 from photos import DATA, FAST_OPTIONS
 from readme_commands import README, quick_start_commands
 
+from vlad._extras import install_command
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.formats._vectors import save_vectors
 from vlad.pages import write_matches_picture
@@ -231,7 +232,7 @@ def test_without_pillow_the_error_says_what_to_install(
     # Said at once, before the search.
     assert result.output == (
         "Error: the HTML pages make thumbnails with Pillow; install it with: "
-        "pip install 'vlad-toolkit[html]'\n"
+        f"{install_command('html')}\n"
     )
 
 

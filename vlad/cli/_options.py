@@ -20,6 +20,7 @@ from vlad.core._parameters import (
 from vlad.images._sift import DESCRIPTOR_PARAMETERS, SiftOptions
 
 __all__ = [
+    "KeypointCap",
     "SpecifiedChoice",
     "SpecifiedFloat",
     "SpecifiedInt",
@@ -81,6 +82,29 @@ class SpecifiedChoice(_Specified, click.Choice):
     def __init__(self, parameter: Parameter):
         self.parameter = parameter
         super().__init__(parameter.choices)
+
+
+class KeypointCap(click.IntRange):
+    """A cap on keypoints: 0 for none (reaching the command as None), or an
+    integer of at least ``smallest``; the help shows ``0 or x>=SMALLEST``."""
+
+    def __init__(self, smallest: int):
+        super().__init__(min=smallest)
+
+    def convert(self, value, param, ctx):
+        number = click.INT.convert(value, param, ctx)
+        if number == 0:
+            return None
+        if number < self.min:
+            self.fail(
+                f"must be 0 (every keypoint) or an integer >= {self.min}; got {number}",
+                param,
+                ctx,
+            )
+        return number
+
+    def _describe_range(self) -> str:
+        return f"0 or x>={self.min}"
 
 
 def _bounds(parameter: Parameter) -> dict:
@@ -328,6 +352,7 @@ def verification_options(command: Callable) -> Callable:
         MAX_KEYPOINTS,
         POSITION_SIDE,
         REPROJECTION_THRESHOLD,
+        SMALLEST_MAX_KEYPOINTS,
     )
 
     return option_group(
@@ -375,10 +400,9 @@ def verification_options(command: Callable) -> Callable:
             ),
             click.option(
                 "--verify-keypoints",
-                type=click.IntRange(min=0),
+                type=KeypointCap(SMALLEST_MAX_KEYPOINTS),
                 default=MAX_KEYPOINTS,
                 show_default=True,
-                callback=lambda ctx, param, value: value or None,
                 help="Match only each image's this many largest keypoints "
                 "(hloc's: highest scores); 0 for all (vlad 0.4).",
             ),

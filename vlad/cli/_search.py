@@ -35,6 +35,21 @@ __all__ = ["search"]
 
 logger = logging.getLogger("vlad.cli")
 
+#: The parameters of the options that only a re-ranking reads, by re-ranking.
+_RERANKING_ONLY = {
+    "spatial": (
+        "rerank_depth",
+        "matching",
+        "ratio",
+        "model",
+        "reprojection_threshold",
+        "verify_keypoints",
+        "min_inliers",
+        "database_descriptors",
+    ),
+    "qe": ("qe_neighbours", "qe_alpha"),
+}
+
 
 def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     if value is not None and value.suffix.lower() not in RESULT_SUFFIXES:
@@ -178,6 +193,7 @@ def search(
         vlad search index queries/ -c codebook.npz --html results.html \\
             --images photos/ --ground-truth ground_truth.json
     """
+    _check_reranking_options(click.get_current_context(), rerank)
     if "spatial" in rerank and database_descriptors is None:
         raise click.UsageError("--rerank spatial needs --database-descriptors")
     check_outputs([path for path in (output, page.html) if path], overwrite)
@@ -186,6 +202,8 @@ def search(
         raise click.UsageError(
             "--rerank qe and --parameters do not apply to an ASMK index"
         )
+    if not asmk and multiple_assignment is not None:
+        raise click.UsageError("--multiple-assignment applies only to an ASMK index")
     label = "Describing queries" if asmk else "Encoding queries"
     with library_errors():
         with progress_bar(verbosity, label) as progress:
@@ -239,6 +257,25 @@ def search(
         with library_errors():
             write_results_page(
                 page, results, queries, sets, n_jobs, verbosity, run.max_pixels
+            )
+
+
+def _check_reranking_options(ctx: click.Context, rerank: tuple[str, ...]) -> None:
+    """Refuse the options of a re-ranking that is not asked for: given without
+    it, they would change nothing."""
+    flags = {param.name: max(param.opts, key=len) for param in ctx.command.params}
+    for reranking, names in _RERANKING_ONLY.items():
+        if reranking in rerank:
+            continue
+        given = [
+            flags[name]
+            for name in names
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise click.UsageError(
+                f"{', '.join(given)} {verb} only with --rerank {reranking}"
             )
 
 

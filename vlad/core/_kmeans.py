@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._assignment import CHUNK_BYTES, assign_valid
 from vlad.core._kmeans_progress import finish_progress, printed_iterations
 from vlad.core._pool import Progress
@@ -239,7 +240,7 @@ def faiss_kmeans(
     except ImportError:
         raise ImportError(
             "backend='faiss' requires faiss; install it with: "
-            "pip install 'vlad-toolkit[faiss]'"
+            + install_command("faiss")
         ) from None
     training = np.ascontiguousarray(training, dtype=np.float32)
     n_training, n_features = training.shape

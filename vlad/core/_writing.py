@@ -27,12 +27,16 @@ from typing import IO
 __all__ = [
     "atomic_write",
     "atomic_writes",
+    "REPLACE_HINT",
     "check_writable_folder",
     "remove_stale_temporaries",
     "remove_stale_temporaries_in",
     "writer_gone",
 ]
 
+#: What a refusal to replace an output says, in the library's words and the
+#: command line's.
+REPLACE_HINT = "pass overwrite=True (--overwrite) to replace it"
 #: A hidden temporary name's tail: the writer's process id, a random token.
 _TEMPORARY_TAIL = re.compile(r"\.([0-9]+)\.[0-9a-f]{8}\.tmp\Z")
 #: A temporary file this old is stale whoever wrote it (a process id may have
@@ -100,7 +104,7 @@ def atomic_writes(
     if not overwrite:
         for target in targets:
             if os.path.lexists(target):
-                raise FileExistsError(f"{target} exists; pass overwrite to replace it")
+                raise FileExistsError(f"{target} exists; {REPLACE_HINT}")
     temporaries: list[_TemporaryFile] = []
     try:
         for target in targets:
@@ -156,8 +160,7 @@ def _publish(
                     os.unlink(path)
             raise FileExistsError(
                 f"{target} appeared while it was being written (another process "
-                "writing the same output?); it was not replaced: pass overwrite to "
-                "replace it"
+                f"writing the same output?); it was not replaced: {REPLACE_HINT}"
             ) from None
         except OSError as error:  # named after the target, not the temporary
             raise type(error)(error.errno, error.strerror, str(target)) from None

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from vlad.core._writing import writer_gone
+from vlad.core._writing import REPLACE_HINT, writer_gone
 
 __all__ = ["remove_stale_folders", "replace_folder"]
 
@@ -61,7 +61,7 @@ def replace_folder(
     """
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass overwrite to replace it")
+        raise FileExistsError(f"{path} exists; {REPLACE_HINT}")
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} exists and is not a folder")
     path.parent.mkdir(parents=True, exist_ok=True)

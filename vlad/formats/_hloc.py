@@ -18,8 +18,8 @@ relative path such as ``db/0001.jpg`` is a group ``0001.jpg`` inside a group
 
 Image names are found as hloc's ``list_h5_names`` finds them: the groups that
 hold the dataset. Images come in the order of their names (Python's sort),
-whatever order the file keeps them in. Reading needs h5py
-(``pip install 'vlad-toolkit[hloc]'``).
+whatever order the file keeps them in. Reading needs h5py (the ``hloc``
+extra).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._validation import all_finite
 from vlad.errors import VladError
@@ -70,7 +71,7 @@ def import_h5py():
     except ImportError:
         raise ImportError(
             "hloc's HDF5 feature files need h5py; install it with: "
-            "pip install 'vlad-toolkit[hloc]'"
+            + install_command("hloc")
         ) from None
     return h5py
 

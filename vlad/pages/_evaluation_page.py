@@ -88,7 +88,7 @@ def write_evaluation_page(
     Raises
     ------
     ImportError
-        Pillow is not installed (``pip install 'vlad-toolkit[html]'``).
+        Pillow is not installed (the ``html`` extra).
     ValueError
         A malformed ground truth, image folders with no images, or counts
         below 1.

@@ -214,7 +214,7 @@ def write_search_page(
     Raises
     ------
     ImportError
-        Pillow is not installed (``pip install 'vlad-toolkit[html]'``).
+        Pillow is not installed (the ``html`` extra).
     ValueError
         A bad limit, a malformed ground truth or one that names none of the
         queries, or image folders with no images.

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._pool import Progress, map_in_order
 from vlad.errors import VladError
 from vlad.images._files import MAX_PIXELS, ImageReadError, find_images, read_checked
@@ -69,7 +70,7 @@ def require_pillow():
     except ImportError:
         raise ImportError(
             "the HTML pages make thumbnails with Pillow; install it with: "
-            "pip install 'vlad-toolkit[html]'"
+            + install_command("html")
         ) from None
     return PIL
 

@@ -134,8 +134,8 @@ def search_index(
     ------
     VladError
         An unknown re-ranking, spatial re-ranking without
-        ``database_descriptors``, or query expansion or ``parameters`` with an
-        ASMK index.
+        ``database_descriptors``, query expansion or ``parameters`` with an
+        ASMK index, or ``multiple_assignment`` with a VLAD index.
     ValueError, OSError
         As the index, queries and descriptors are read and searched.
 
@@ -185,6 +185,8 @@ def search_index(
         )
         max_pixels = _recorded_max_pixels(asmk_index.source)
     else:
+        if multiple_assignment is not None:
+            raise VladError("multiple_assignment applies only to an ASMK index")
         vector_index = load_index(index, mmap=True, parameters=parameters)
         found = read_queries(
             _as_list(queries),
