@@ -14,7 +14,6 @@ from collections.abc import Iterator, Mapping
 import click
 
 from vlad._version import __version__
-from vlad.cli._signals import QuietFinalizers, SignalsAsExceptions, Terminated
 from vlad.formats._names import printable
 
 __all__ = [
@@ -129,6 +128,7 @@ class VladGroup(LazyGroup):
         return name, command, rest
 
     def invoke(self, ctx: click.Context):
+        from vlad.cli._signals import QuietFinalizers, SignalsAsExceptions, Terminated
         from vlad.images._decoder_messages import capture_decoder_messages
 
         # The decoders' messages become each image's warning or error: the

@@ -140,6 +140,7 @@ def write_results_page(
     descriptor_sets: tuple[DescriptorSets, DescriptorSets] | None,
     n_jobs: int | None,
     verbosity: int,
+    overwrite: bool,
 ) -> PageReport:
     """``vlad search --html``: the search page, its images made with a
     progress bar, and a line saying what it shows."""
@@ -161,6 +162,7 @@ def write_results_page(
             descriptor_sets=descriptor_sets,
             n_jobs=n_jobs,
             progress=progress,
+            overwrite=overwrite,
         )
     _log_page(report, "query", "queries")
     return report
@@ -175,6 +177,7 @@ def write_evaluation_report(
     protocol: str | None,
     holidays: bool,
     verbosity: int,
+    overwrite: bool,
 ) -> PageReport:
     """``vlad evaluate --html``: the evaluation report, its thumbnails made
     with a progress bar, and a line saying where it went."""
@@ -187,6 +190,7 @@ def write_evaluation_report(
             images=page.images,
             query_images=page.query_images,
             progress=progress,
+            overwrite=overwrite,
         )
     _log_page(report, "worst query", "worst queries")
     return report

@@ -206,7 +206,7 @@ def search(
                 progress=progress,
             )
         if output is not None:
-            run.results.write(output)
+            run.results.write(output, overwrite=overwrite)
     if run.report is not None:
         report_skipped(run.report, vectors=not asmk)
     results = run.results
@@ -229,7 +229,9 @@ def search(
         if run.query_descriptors is not None:
             sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
-            write_results_page(page, results, queries, sets, n_jobs, verbosity)
+            write_results_page(
+                page, results, queries, sets, n_jobs, verbosity, overwrite
+            )
 
 
 def _print_table(results: SearchResults) -> None:

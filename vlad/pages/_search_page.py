@@ -137,6 +137,7 @@ def write_search_page(
     descriptor_sets: tuple[DescriptorSets, DescriptorSets] | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    overwrite: bool = True,
 ) -> PageReport:
     """Write the search page of ``results`` to ``path`` (atomically), its
     thumbnails in the folder beside it (see :mod:`vlad.pages._thumbnails`).
@@ -169,6 +170,10 @@ def write_search_page(
         Images made at once, on threads; None or -1 for every core.
     progress : callable, optional
         Called as ``progress(n_done, n_total)`` after each image made.
+    overwrite : bool, default=True
+        Replace a page that exists. When False, one that exists is refused
+        before anything is made, and one that another process writes
+        meanwhile is never replaced (``FileExistsError``).
 
     Returns
     -------
@@ -182,7 +187,7 @@ def write_search_page(
         A bad limit, a malformed ground truth or one that names none of the
         queries, or image folders with no images.
     """
-    path = check_page_path(path)
+    path = check_page_path(path, overwrite=overwrite)
     if not isinstance(results, SearchResults):
         raise TypeError(
             f"results must be a SearchResults; got {type(results).__name__}"
@@ -221,7 +226,7 @@ def write_search_page(
         if relative is not None
     }
     body = _body(results, shown, truth, scores, thumbnails, matches, queries, database)
-    with atomic_write(path) as handle:
+    with atomic_write(path, overwrite=overwrite) as handle:
         handle.write(html_page("vlad search results", body, SCRIPT).encode("utf-8"))
     kept = [
         Path(thumb.relative).name for thumb in thumbnails.values() if thumb.relative
