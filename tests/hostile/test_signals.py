@@ -20,13 +20,28 @@ from hostile.conftest import check_no_traceback, record, temporary_files
 #: profile function) or its N-th call of a ``__del__`` method (POINT
 #: "N:__del__"; at the end of the command if there are fewer), or (POINT
 #: "finalizer") from a finalizer that the garbage collector runs as the
-#: command starts, so that the handler runs inside it. POINT "0" sends
-#: nothing. The counts of calls and ``__del__`` calls are printed at the end.
+#: command starts, so that the handler runs inside it, or (POINT "dropped",
+#: "converted") as it starts writing the vectors, inside code that drops the
+#: exception or turns it into a TypeError (as NumPy's ``tofile`` does when
+#: the signal comes while it checks its argument). POINT "0" sends nothing.
+#: The counts of calls and ``__del__`` calls are printed at the end.
 SIGNALLED = """
     import gc, os, signal, sys, weakref
     import click
+    import numpy
     import vlad.cli._main as command
     point = sys.argv[1]
+    save = numpy.save
+    def careless_save(*args, **options):
+        numpy.save = save
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except BaseException:
+            if point == "converted":
+                raise TypeError("expected str, bytes or os.PathLike object")
+        return save(*args, **options)
+    if point in ("dropped", "converted"):
+        numpy.save = careless_save
     target, _, name = point.partition(":")
     target = int(target) if target.isdigit() else 0
     counts = {"calls": 0, "__del__": 0, "sent": False}
@@ -134,6 +149,21 @@ def test_sigterm_while_a_finalizer_runs_is_not_swallowed(job, tmp_path):
     """The handler's exception, raised inside a finalizer, used to be printed
     and dropped there: the command went on and exited 0."""
     assert signal_at(job, tmp_path, "finalizer") == "previous"
+    record("clear error")
+
+
+# Two processes; the default run signals from a finalizer, above.
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("point", "left"), [("dropped", "new"), ("converted", "previous")]
+)
+def test_sigterm_whose_exception_code_drops_or_turns_into_another_error(
+    job, tmp_path, point, left
+):
+    """Code that catches the exception where it did not expect it: the
+    command used to exit 0 (dropped), or 1 with the other error's traceback
+    (turned into a TypeError); it ends by the signal."""
+    assert signal_at(job, tmp_path, point) == left
     record("clear error")
 
 

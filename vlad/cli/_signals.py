@@ -8,7 +8,11 @@ raised in a finalizer is printed ("Exception ignored in ...") and dropped, so
 a command signalled at that instant would go on and exit 0, a traceback on
 its standard error. Here such an exception reaches ``sys.unraisablehook``,
 which neither prints nor drops it: the signal is sent again, from another
-thread, and raised where the command is.
+thread, and raised where the command is. Code that catches the exception
+where it did not expect one may also drop it, or turn it into another error
+(NumPy's ``tofile``, interrupted in a check of its argument, raises a
+``TypeError``): the command then ends by the signal all the same when it
+ends.
 """
 
 from __future__ import annotations
@@ -20,12 +24,7 @@ import sys
 import threading
 from types import FrameType, TracebackType
 
-__all__ = [
-    "SIGNAL_EXCEPTIONS",
-    "QuietFinalizers",
-    "SignalsAsExceptions",
-    "Terminated",
-]
+__all__ = ["QuietFinalizers", "SignalsAsExceptions", "Terminated"]
 
 
 class Terminated(BaseException):
@@ -33,11 +32,11 @@ class Terminated(BaseException):
 
 
 #: The exception each signal raises.
-SIGNAL_EXCEPTIONS: dict[int, type[BaseException]] = {
+_EXCEPTIONS: dict[int, type[BaseException]] = {
     signal.SIGINT: KeyboardInterrupt,
     signal.SIGTERM: Terminated,
 }
-_RAISED = tuple(SIGNAL_EXCEPTIONS.values())
+_RAISED = tuple(_EXCEPTIONS.values())
 
 
 class SignalsAsExceptions:
@@ -46,9 +45,10 @@ class SignalsAsExceptions:
     main thread, even when the signal comes while a finalizer runs (see the
     module's docstring).
 
-    A signal whose exception a finalizer dropped is raised when the block
-    ends, at the latest (the block may have ended before it was sent again).
-    Outside the main thread, where Python never runs signal handlers, the
+    A signal received in the block ends it by the signal's exception,
+    whatever became of the exception raised for it (dropped, or turned into
+    another error): the block's own error, or its normal end, gives way to
+    it. Outside the main thread, where Python never runs signal handlers, the
     context does nothing.
     """
 
@@ -56,7 +56,7 @@ class SignalsAsExceptions:
         self._active = threading.current_thread() is threading.main_thread()
         self._lock = threading.Lock()
         self._open = False
-        self._dropped: int | None = None
+        self._received: int | None = None
         self._handlers: dict[int, object] = {}
         self._hook = sys.unraisablehook
 
@@ -65,7 +65,7 @@ class SignalsAsExceptions:
             self._hook = sys.unraisablehook
             sys.unraisablehook = self._unraisable
             self._open = True
-            for number in SIGNAL_EXCEPTIONS:
+            for number in _EXCEPTIONS:
                 if number == signal.SIGINT and not callable(signal.getsignal(number)):
                     continue  # Ctrl-C ignored (a background job) stays so
                 self._handlers[number] = signal.signal(number, self._raise)
@@ -93,8 +93,8 @@ class SignalsAsExceptions:
             return False  # already ending by a signal
         if caught is not None:
             raise caught
-        if self._dropped is not None:
-            raise SIGNAL_EXCEPTIONS[self._dropped]()
+        if self._received is not None:  # its exception was lost on the way
+            raise _EXCEPTIONS[self._received]()
         return False
 
     def _raise(self, number: int, frame: FrameType | None) -> None:
@@ -104,8 +104,8 @@ class SignalsAsExceptions:
         if _inside(frame, SignalsAsExceptions._unraisable.__code__):
             self._send_again(number)
             return
-        self._dropped = None
-        raise SIGNAL_EXCEPTIONS[number]()
+        self._received = number
+        raise _EXCEPTIONS[number]()
 
     def _unraisable(self, unraisable) -> None:
         """``sys.unraisablehook``: a signal's exception that a finalizer
@@ -113,7 +113,7 @@ class SignalsAsExceptions:
         number = next(
             (
                 number
-                for number, exception in SIGNAL_EXCEPTIONS.items()
+                for number, exception in _EXCEPTIONS.items()
                 if type(unraisable.exc_value) is exception
             ),
             None,
@@ -121,7 +121,6 @@ class SignalsAsExceptions:
         if number is None:
             self._hook(unraisable)
             return
-        self._dropped = number
         self._send_again(number)
 
     def _send_again(self, number: int) -> None:
