@@ -80,17 +80,24 @@ SIGNALLED = """
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
-    """Descriptors of 200 images, a codebook, and the vectors ``vlad encode``
-    makes of them."""
+    """Descriptors of 200 images and a codebook."""
     folder = tmp_path_factory.mktemp("signalled")
     rng = np.random.default_rng(0)
     descriptors = rng.random((200, 20, 32), dtype=np.float32)
     np.save(folder / "descriptors.npy", descriptors)
     vlad.Codebook(descriptors.reshape(-1, 32)[::250]).save(folder / "codebook.npz")
-    (folder / "new").mkdir()
-    made = run_signalled(folder, folder / "new", "0")
-    assert made.returncode == 0, made.stderr
     return folder
+
+
+@pytest.fixture(scope="module")
+def made(job):
+    """The vectors ``vlad encode`` makes of the job, unsignalled; and the
+    number of Python calls and ``__del__`` calls of its command."""
+    (job / "new").mkdir()
+    result = run_signalled(job, job / "new", "0")
+    assert result.returncode == 0, result.stderr
+    counts = tuple(map(int, result.stderr.rsplit("calls: ", 1)[1].split()))
+    return job / "new", counts
 
 
 def encode_args(job, output_folder) -> list[str]:
@@ -125,9 +132,10 @@ def contents(folder) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
-def signal_at(job, folder, point: str) -> str:
+def signal_at(job, folder, point: str, new=None) -> str:
     """Run signalled at ``point`` over a previous set of vectors; check the
-    outcome and say which output is left: "previous" or "new"."""
+    outcome and say which output is left: "previous" or "new" (the files of
+    the folder ``new``)."""
     vlad.save_vectors(
         folder / "v.npy", np.ones((3, 4)), ["a", "b", "c"], {}, overwrite=True
     )
@@ -141,7 +149,7 @@ def signal_at(job, folder, point: str) -> str:
     left = contents(folder)
     if left == previous:
         return "previous"
-    assert left == contents(job / "new")
+    assert new is not None and left == contents(new), sorted(left)
     return "new"
 
 
@@ -158,32 +166,32 @@ def test_sigterm_while_a_finalizer_runs_is_not_swallowed(job, tmp_path):
     ("point", "left"), [("dropped", "new"), ("converted", "previous")]
 )
 def test_sigterm_whose_exception_code_drops_or_turns_into_another_error(
-    job, tmp_path, point, left
+    job, made, tmp_path, point, left
 ):
     """Code that catches the exception where it did not expect it: the
     command used to exit 0 (dropped), or 1 with the other error's traceback
     (turned into a TypeError); it ends by the signal."""
-    assert signal_at(job, tmp_path, point) == left
+    assert signal_at(job, tmp_path, point, made[0]) == left
     record("clear error")
 
 
 # One process per point, seconds in all; the default run signals from a
 # finalizer, above.
 @pytest.mark.slow
-def test_sigterm_at_many_points_of_the_command(job, tmp_path):
+def test_sigterm_at_many_points_of_the_command(job, made, tmp_path):
     """Points spread over the command's Python calls, denser over the last
     ones (where the files are written and renamed; the count varies a little
     between runs, and a point past the end signals at the end), and the
     ``__del__`` methods the garbage collector runs (numba's, NumPy's): 143
     every time, the output the previous one or the new one, whole."""
-    measured = run_signalled(job, tmp_path, "0")
-    assert measured.returncode == 0, measured.stderr
-    n_calls, n_finalizers = map(int, measured.stderr.rsplit("calls: ", 1)[1].split())
+    new, (n_calls, n_finalizers) = made
     points = sorted(
         {*np.linspace(1, n_calls, 8).astype(int), *range(n_calls - 600, n_calls, 75)}
     )
     finalizers = np.unique(np.geomspace(1, max(n_finalizers, 1), 6).astype(int))
-    outcomes = [signal_at(job, tmp_path, str(point)) for point in points]
-    outcomes += [signal_at(job, tmp_path, f"{point}:__del__") for point in finalizers]
+    outcomes = [signal_at(job, tmp_path, str(point), new) for point in points]
+    outcomes += [
+        signal_at(job, tmp_path, f"{point}:__del__", new) for point in finalizers
+    ]
     assert {"previous", "new"} <= set(outcomes)
     record("clear error", len(outcomes))

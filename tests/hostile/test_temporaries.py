@@ -209,16 +209,11 @@ def test_a_folder_of_shards_resumes_after_sigkill_between_link_and_rename(tmp_pa
     record("handled")
 
 
-# The three renames of a vectors set (names, record, vectors); the first and
-# the last run with the slow tests (one process each).
-@pytest.mark.parametrize(
-    "failing",
-    [
-        pytest.param(1, marks=pytest.mark.slow),
-        2,
-        pytest.param(3, marks=pytest.mark.slow),
-    ],
-)
+# The three renames of a vectors set (names, record, vectors), one process
+# each: with the slow tests. The default run fails each rename in this
+# process, below.
+@pytest.mark.slow
+@pytest.mark.parametrize("failing", [1, 2, 3])
 def test_an_io_error_among_the_renames_keeps_the_previous_vectors(
     tmp_path, codebook_path, failing
 ):
