@@ -60,14 +60,19 @@ def deferred_signals() -> Iterator[DeferredSignals]:
     --------
     >>> import os, signal
     >>> from vlad.core._signals import deferred_signals
+    >>> def stop(number, frame):
+    ...     raise RuntimeError("terminated")
+    >>> previous = signal.signal(signal.SIGTERM, stop)
     >>> try:
     ...     with deferred_signals():
-    ...         os.kill(os.getpid(), signal.SIGINT)
+    ...         os.kill(os.getpid(), signal.SIGTERM)
     ...         print("not cut")
-    ... except KeyboardInterrupt:
-    ...     print("interrupted after the block")
+    ... except RuntimeError as error:
+    ...     print(error, "after the block")
+    ... finally:
+    ...     _ = signal.signal(signal.SIGTERM, previous)
     not cut
-    interrupted after the block
+    terminated after the block
     """
     if threading.current_thread() is not threading.main_thread():
         yield DeferredSignals({})
