@@ -3,6 +3,7 @@ definition, its edge cases, adding images, and one-line errors."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -214,6 +215,13 @@ def test_loading_refuses_what_is_not_an_index(tmp_path):
     centers, database, _ = random_problem(5, 3, [2, 2])
     build_asmk_index(database, vlad.Codebook(centers)).save(tmp_path / "index")
     np.save(tmp_path / "index" / "entry_images.npy", np.zeros(1, np.int32))
+    with pytest.raises(ValueError, match="entry_images.npy is not the file"):
+        vlad.search.load_asmk_index(tmp_path / "index")
+    # Without the checksums of its files (as vlad 0.4 wrote it), the index is
+    # refused by what they hold.
+    record = json.loads((tmp_path / "index" / "index.json").read_text())
+    del record["checksums"]
+    (tmp_path / "index" / "index.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="files disagree"):
         vlad.search.load_asmk_index(tmp_path / "index")
 

@@ -3,6 +3,7 @@ build_index, against exact search."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -342,6 +343,13 @@ def test_standard_error_of_other_threads_is_untouched_while_faiss_trains(
 def test_an_index_of_another_metric_is_refused(tmp_path):
     build_index(unit_rows(4, 10, 4), factory="Flat").save(tmp_path / "index")
     faiss.write_index(faiss.IndexFlatL2(4), str(tmp_path / "index" / "vectors.faiss"))
+    with pytest.raises(ValueError, match="vectors.faiss is not the file"):
+        load_index(tmp_path / "index")
+    # Without the checksums of its files (as vlad 0.4 wrote it), the index is
+    # refused by what faiss reads.
+    record = json.loads((tmp_path / "index" / "index.json").read_text())
+    del record["checksums"]
+    (tmp_path / "index" / "index.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="its metric is not inner product"):
         load_index(tmp_path / "index")
 

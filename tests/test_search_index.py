@@ -239,6 +239,13 @@ def edit_record(folder, **changes):
     (folder / "index.json").write_text(json.dumps(record))
 
 
+def as_written_by_0_4(folder):
+    """The index's record without the checksums of its files (vlad 0.4's)."""
+    record = json.loads((folder / "index.json").read_text())
+    del record["checksums"]
+    (folder / "index.json").write_text(json.dumps(record))
+
+
 def test_an_index_written_by_a_newer_vlad_is_refused(tmp_path):
     build_index(np.eye(2)).save(tmp_path / "index")
     edit_record(tmp_path / "index", format_version=2)
@@ -250,7 +257,17 @@ def test_an_index_written_by_a_newer_vlad_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda folder: (folder / "names.json").write_text('["a"]'), "files disagree"),
+        (
+            lambda folder: (folder / "names.json").write_text('["a"]'),
+            "names.json is not the file index.json records",
+        ),
+        (
+            lambda folder: (
+                as_written_by_0_4(folder),
+                (folder / "names.json").write_text('["a"]'),
+            ),
+            "files disagree",
+        ),
         (lambda folder: (folder / "names.json").unlink(), "no names.json"),
         (lambda folder: (folder / "index.json").write_text("{"), "is damaged"),
         (lambda folder: (folder / "index.json").write_text("[]"), "a JSON list"),

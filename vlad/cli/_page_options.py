@@ -142,6 +142,7 @@ def write_results_page(
     descriptor_sets: tuple[DescriptorSets, DescriptorSets] | None,
     n_jobs: int | None,
     verbosity: int,
+    overwrite: bool,
     max_pixels: int = MAX_PIXELS,
 ) -> PageReport:
     """``vlad search --html``: the search page, its images made with a
@@ -165,6 +166,7 @@ def write_results_page(
             descriptor_sets=descriptor_sets,
             n_jobs=n_jobs,
             progress=progress,
+            overwrite=overwrite,
             max_pixels=max_pixels,
         )
     _log_page(report, "query", "queries")
@@ -180,6 +182,7 @@ def write_evaluation_report(
     protocol: str | None,
     holidays: bool,
     verbosity: int,
+    overwrite: bool,
 ) -> PageReport:
     """``vlad evaluate --html``: the evaluation report, its thumbnails made
     with a progress bar, and a line saying where it went."""
@@ -192,6 +195,7 @@ def write_evaluation_report(
             images=page.images,
             query_images=page.query_images,
             progress=progress,
+            overwrite=overwrite,
         )
     _log_page(report, "worst query", "worst queries")
     return report

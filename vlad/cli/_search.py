@@ -225,7 +225,7 @@ def search(
                 progress=progress,
             )
         if output is not None:
-            run.results.write(output)
+            run.results.write(output, overwrite=overwrite)
     # The results file lists every query's reason; a table on stdout does not.
     listed_in = output if output and output.suffix.lower() == ".json" else None
     if run.report is not None:
@@ -256,7 +256,9 @@ def search(
             sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
             write_results_page(
-                page, results, queries, sets, n_jobs, verbosity, run.max_pixels
+                page, results, queries, sets, n_jobs, verbosity, overwrite,
+                run.max_pixels,
+            )  # fmt: skip
             )
 
 

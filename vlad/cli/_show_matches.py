@@ -83,6 +83,7 @@ def show_matches(
             output,
             descriptor_options=descriptor_options,
             max_height=height,
+            overwrite=overwrite,
             **verification,
         )
     logger.info(

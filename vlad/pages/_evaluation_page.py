@@ -56,6 +56,7 @@ def write_evaluation_page(
     n_jobs: int | None = None,
     progress: Progress | None = None,
     max_pixels: int = MAX_PIXELS,
+    overwrite: bool = True,
 ) -> PageReport:
     """Write the evaluation report to ``path`` (atomically), its thumbnails in
     the folder beside it.
@@ -77,7 +78,7 @@ def write_evaluation_page(
         Queries of lowest AP shown with their hits.
     n_hits : int, default=5
         Hits shown of each.
-    n_jobs, progress, max_pixels
+    n_jobs, progress, max_pixels, overwrite
         As in :func:`vlad.pages.write_search_page`.
 
     Returns
@@ -93,7 +94,7 @@ def write_evaluation_page(
         A malformed ground truth, image folders with no images, or counts
         below 1.
     """
-    path = check_page_path(path)
+    path = check_page_path(path, overwrite=overwrite)
     if not isinstance(evaluation, Evaluation):
         raise TypeError(
             f"evaluation must be an Evaluation; got {type(evaluation).__name__}"
@@ -144,7 +145,7 @@ def write_evaluation_page(
             _worst_row(query, shown, named, n_shown, thumbnails, queries, database)
         )
     page = html_page(PAGE_TITLES["evaluation report"], "\n".join(parts))
-    with atomic_write(path) as handle:
+    with atomic_write(path, overwrite=overwrite) as handle:
         handle.write(page.encode("utf-8"))
     prune_folder(
         folder, [Path(thumb.relative).name for thumb in made if thumb.relative]

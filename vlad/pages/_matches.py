@@ -226,6 +226,7 @@ def write_matches_picture(
     reprojection_threshold: float | None = None,
     max_keypoints: int | None = MAX_KEYPOINTS,
     max_height: int | None = 600,
+    overwrite: bool = True,
 ) -> MatchesPicture:
     """Verify ``image`` against ``query`` as spatial re-ranking does, and
     write the picture of the inlier correspondences.
@@ -243,6 +244,9 @@ def write_matches_picture(
         As in :func:`vlad.search.inlier_matches`.
     max_height : int or None, default=600
         Height of the picture at most; None keeps the taller image's.
+    overwrite : bool, default=True
+        Replace a picture that exists. When False, one that exists, or that
+        another process writes meanwhile, is refused (``FileExistsError``).
 
     Returns
     -------
@@ -272,6 +276,8 @@ def write_matches_picture(
         raise VladError(
             f"output must end in {', '.join(MATCHES_SUFFIXES)}; got {str(output)!r}"
         )
+    if not overwrite and os.path.lexists(output):
+        raise FileExistsError(f"{output} exists; pass overwrite to replace it")
     if isinstance(descriptor_options, dict):
         descriptor_options = SiftOptions(**descriptor_options)
     options = descriptor_options or SiftOptions()
@@ -302,6 +308,6 @@ def write_matches_picture(
         max_height=max_height,
         caption=f"{len(pairs)} inliers of {n_matches} matches ({model})",
     )
-    with atomic_write(output) as handle:
+    with atomic_write(output, overwrite=overwrite) as handle:
         handle.write(encode_picture(picture, output.suffix))
     return MatchesPicture(picture, n_matches, len(pairs))

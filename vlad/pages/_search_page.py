@@ -170,6 +170,7 @@ def write_search_page(
     n_jobs: int | None = None,
     progress: Progress | None = None,
     max_pixels: int = MAX_PIXELS,
+    overwrite: bool = True,
 ) -> PageReport:
     """Write the search page of ``results`` to ``path`` (atomically), its
     thumbnails in the folder beside it (see :mod:`vlad.pages._thumbnails`).
@@ -206,6 +207,10 @@ def write_search_page(
         Images whose header declares more pixels are not decoded, as
         :func:`vlad.images.read_image` refuses them: they show a placeholder
         and :attr:`PageReport.unreadable` lists them. 0 for no limit.
+    overwrite : bool, default=True
+        Replace a page that exists. When False, one that exists is refused
+        before anything is made, and one that another process writes
+        meanwhile is never replaced (``FileExistsError``).
 
     Returns
     -------
@@ -219,7 +224,7 @@ def write_search_page(
         A bad limit, a malformed ground truth or one that names none of the
         queries, or image folders with no images.
     """
-    path = check_page_path(path)
+    path = check_page_path(path, overwrite=overwrite)
     if not isinstance(results, SearchResults):
         raise TypeError(
             f"results must be a SearchResults; got {type(results).__name__}"
@@ -273,7 +278,7 @@ def write_search_page(
         if relative is not None
     }
     body = _body(results, shown, truth, scores, thumbnails, matches, queries, database)
-    with atomic_write(path) as handle:
+    with atomic_write(path, overwrite=overwrite) as handle:
         page = html_page(PAGE_TITLES["search page"], body, SCRIPT)
         handle.write(page.encode("utf-8"))
     kept = [

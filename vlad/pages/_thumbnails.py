@@ -154,14 +154,16 @@ class Thumbnail:
         )
 
 
-def check_page_path(page: str | os.PathLike) -> Path:
-    """``page`` as a Path, refused when its folder does not exist or it is a
-    folder itself."""
+def check_page_path(page: str | os.PathLike, *, overwrite: bool = True) -> Path:
+    """``page`` as a Path, refused when its folder does not exist, it is a
+    folder itself, or (without ``overwrite``) it exists."""
     page = Path(page)
     if not page.parent.is_dir():
         raise FileNotFoundError(f"no such folder: {page.parent} (for the page {page})")
     if page.is_dir():
         raise VladError(f"{page} is a folder; a page is written to a file")
+    if not overwrite and os.path.lexists(page):
+        raise FileExistsError(f"{page} exists; pass overwrite to replace it")
     return page
 
 

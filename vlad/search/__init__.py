@@ -6,7 +6,9 @@ expansion, spatial verification, and ranked results.
 saved one, :meth:`VectorIndex.search` ranks the database for each query and
 returns :class:`SearchResults`. :func:`search_exact` is the exact search alone.
 :func:`build_asmk_index` indexes local descriptors in an inverted file searched
-by the aggregated selective match kernel (ASMK, ASMK*) instead.
+by the aggregated selective match kernel (ASMK, ASMK*) instead. An index
+folder whose files are not those it was written with is refused when read, by
+:class:`DamagedIndexError`.
 """
 
 from typing import TYPE_CHECKING
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 from vlad._lazy import attach
 
 if TYPE_CHECKING:
+    from vlad.errors import DamagedIndexError
     from vlad.search._asmk import ASMKIndex, build_asmk_index
     from vlad.search._asmk_files import is_asmk_index, load_asmk_index
     from vlad.search._exact import search_exact
@@ -29,6 +32,7 @@ __getattr__, __dir__ = attach(
     __name__,
     {
         "ASMKIndex": "vlad.search._asmk",
+        "DamagedIndexError": "vlad.errors",
         "PCAWhitening": "vlad.search._whitening",
         "QueryExpansion": "vlad.search._expansion",
         "QueryResult": "vlad.search._results",
@@ -52,6 +56,7 @@ __getattr__, __dir__ = attach(
 )
 __all__ = [
     "ASMKIndex",
+    "DamagedIndexError",
     "PCAWhitening",
     "QueryExpansion",
     "QueryResult",

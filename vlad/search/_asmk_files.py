@@ -1,9 +1,10 @@
 """ASMK index folders: written whole or not at all, read without unpickling.
 
-A folder holds ``index.json`` (format, version, kernel settings, source),
-``names.json``, ``codebook.npz`` and the inverted file as ``.npy`` arrays:
-``word_offsets.npy`` (int64, K + 1), ``entry_images.npy`` (int32) and
-``codes.npy`` (uint8 sign bits or float32 residuals).
+A folder holds ``index.json`` (format, version, kernel settings, source,
+the SHA-256 of each other file), ``names.json``, ``codebook.npz`` and the
+inverted file as ``.npy`` arrays: ``word_offsets.npy`` (int64, K + 1),
+``entry_images.npy`` (int32) and ``codes.npy`` (uint8 sign bits or float32
+residuals).
 """
 
 from __future__ import annotations
@@ -17,17 +18,26 @@ import numpy as np
 from vlad._version import __version__
 from vlad.core._codebook import Codebook
 from vlad.core._files import check_format_version, read_numpy_file
-from vlad.errors import VladError
+from vlad.errors import DamagedIndexError, VladError
 from vlad.formats._folders import replace_folder
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
-from vlad.search._index_folders import folder_member, read_folder_json
+from vlad.search._index_folders import (
+    RECORD_NAME,
+    check_checksums,
+    check_finite_member,
+    folder_member,
+    read_folder_json,
+    write_record,
+)
 
 __all__ = ["FORMAT", "is_asmk_index", "load_asmk_index", "save_asmk_index"]
 
 FORMAT = "vlad asmk index"
 FORMAT_VERSION = 1
 _ARRAYS = ("word_offsets", "entry_images", "codes")
+#: The files beside index.json.
+_MEMBERS = ("names.json", "codebook.npz", *(f"{name}.npy" for name in _ARRAYS))
 
 
 def save_asmk_index(
@@ -42,11 +52,11 @@ def save_asmk_index(
         "source": index.source,
     }
     with replace_folder(path, overwrite=overwrite) as folder:
-        (folder / "index.json").write_text(json.dumps(record, indent=2) + "\n")
         (folder / "names.json").write_text(json.dumps(index.names))
         index.codebook.save(folder / "codebook.npz")
         for name in _ARRAYS:
             np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(index, name)))
+        write_record(folder, record)
 
 
 def is_asmk_index(path: str | os.PathLike) -> bool:
@@ -67,6 +77,11 @@ def is_asmk_index(path: str | os.PathLike) -> bool:
 def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex:
     """Read an index folder written by :meth:`ASMKIndex.save`.
 
+    Every file is checked against the record: its SHA-256 (recorded since
+    vlad 0.5), the codebook's fingerprint, and what each holds (shapes,
+    dtypes, finite residuals), which reads each file once more, mapped ones
+    included.
+
     Parameters
     ----------
     path : path-like
@@ -77,20 +92,28 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
     ------
     FileNotFoundError
         No such folder.
+    DamagedIndexError
+        A file missing, changed since the index was written (another
+        codebook, of the same shape or not), of another shape or dtype than
+        the others, or holding NaN or infinite residuals (one line naming
+        it).
     ValueError
-        Not an ASMK index, a damaged one, or one written by a newer vlad.
+        Not an ASMK index, a file that cannot be read, or an index written
+        by a newer vlad.
     """
     folder = Path(path)
     if not folder.is_dir():
         if folder.exists():
             raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
         raise FileNotFoundError(f"no such index folder: {folder}")
-    record = _read_json(folder, "index.json", dict)
+    record = _read_json(folder, RECORD_NAME, dict)
     if record.get("format") != FORMAT:
         raise VladError(
             f"{folder} is not a vlad ASMK index: index.json does not say so"
         )
     check_format_version(folder, record, FORMAT, FORMAT_VERSION)
+    # First, so that the message names the file that changed.
+    check_checksums(folder, record, _MEMBERS, FORMAT)
     names = _read_json(folder, "names.json", list)
     codebook = Codebook.load(_member(folder, "codebook.npz"))
     arrays = {
@@ -103,7 +126,9 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
             record.get("alpha"), record.get("threshold")
         )
     except (TypeError, ValueError) as error:
-        raise VladError(f"{folder} is a damaged vlad ASMK index: {error}") from None
+        raise DamagedIndexError(
+            f"{folder} is a damaged vlad ASMK index: {error}"
+        ) from None
     offsets, images, codes = (arrays[name] for name in _ARRAYS)
     consistent = (
         isinstance(binary, bool)
@@ -122,8 +147,13 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         and codes.shape == (images.shape[0], code_width(codebook.n_features, binary))
     )
     if not consistent:
-        raise VladError(f"{folder} is a damaged vlad ASMK index: its files disagree")
+        raise DamagedIndexError(
+            f"{folder} is a damaged vlad ASMK index: its files disagree"
+        )
+    if not binary:
+        check_finite_member(codes, folder / "codes.npy", FORMAT)
     source = record.get("source")
+    _check_codebook(folder, codebook, source)
     return ASMKIndex(
         codebook,
         names,
@@ -136,6 +166,20 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         idf=record["idf"],
         source=source if isinstance(source, dict) else None,
     )
+
+
+def _check_codebook(folder: Path, codebook: Codebook, source) -> None:
+    """Refuse a codebook other than the one the index was built with (its
+    fingerprint in the record), even of the same shape: the words would be
+    another vocabulary's, and the scores wrong."""
+    recorded = source.get("codebook") if isinstance(source, dict) else None
+    fingerprint = recorded.get("fingerprint") if isinstance(recorded, dict) else None
+    if fingerprint is not None and fingerprint != codebook.fingerprint:
+        raise DamagedIndexError(
+            f"{folder / 'codebook.npz'} is not the codebook the index was built "
+            f"with: its fingerprint is {codebook.fingerprint}, {RECORD_NAME} "
+            f"records {fingerprint}; build the index again"
+        )
 
 
 def _member(folder: Path, name: str) -> Path:
