@@ -256,9 +256,14 @@ def search(
             sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
             write_results_page(
-                page, results, queries, sets, n_jobs, verbosity, overwrite,
+                page,
+                results,
+                queries,
+                sets,
+                n_jobs,
+                verbosity,
+                overwrite,
                 run.max_pixels,
-            )  # fmt: skip
             )
 
 
