@@ -15,6 +15,9 @@ from vlad.cli import _reporting as reporting
 from .conftest import run
 
 
+# Describes the photos at full size twice; tests/test_batch.py's fit of
+# descriptors against their images is the default run's.
+@pytest.mark.slow
 def test_fit_on_descriptor_files_gives_the_codebook_of_the_images(
     tmp_path, codebook_path, photo_sets
 ):
