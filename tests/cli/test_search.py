@@ -390,13 +390,16 @@ def test_verify_keypoints_takes_what_the_library_takes(built):
             )
 
 
-@pytest.mark.parametrize("command", ["search", "show-matches"])
-def test_verify_keypoints_help_shows_the_values_taken(command):
+@pytest.mark.parametrize(
+    ("command", "default"),
+    [
+        ("search", "as suits the descriptors: 1024 for aliked, 1024 for sift"),
+        ("show-matches", f"1024; 0 or x>={SMALLEST_MAX_KEYPOINTS}"),
+    ],
+)
+def test_verify_keypoints_help_shows_the_values_taken(command, default):
     shown = " ".join(run(command, "--help").output.split())
-    assert (
-        f"0 for all (vlad 0.4). [default: 1024; 0 or x>={SMALLEST_MAX_KEYPOINTS}]"
-        in shown
-    )
+    assert f"0 for all (vlad 0.4). [default: {default}]" in shown
 
 
 def test_spatial_reranking_needs_the_queries_descriptors(built):

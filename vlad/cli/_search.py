@@ -12,6 +12,7 @@ from vlad.cli._options import (
     deprecated_alias,
     jobs_option,
     overwrite_option,
+    preset_defaults,
     verbosity_options,
     verification_options,
 )
@@ -27,9 +28,7 @@ from vlad.cli._reporting import (
 from vlad.formats._names import printable
 from vlad.pipeline._search_run import search_index
 from vlad.search._asmk_files import is_asmk_index
-from vlad.search._reranking import DEFAULT_DEPTH
 from vlad.search._results import RESULT_SUFFIXES, SearchResults
-from vlad.search._spatial import MIN_INLIERS
 
 __all__ = ["search"]
 
@@ -120,17 +119,28 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
 @click.option(
     "--rerank-depth",
     type=click.IntRange(min=1),
-    default=DEFAULT_DEPTH,
-    show_default=True,
-    help="Results per query verified by --rerank spatial.",
+    default=None,
+    help="Results per query verified by --rerank spatial."
+    + preset_defaults("depth", str),
 )
-@verification_options
+@verification_options(from_descriptors=True)
 @click.option(
     "--min-inliers",
     type=click.IntRange(min=1),
-    default=MIN_INLIERS,
+    default=None,
+    help="Inliers that verify a result of --rerank spatial."
+    + preset_defaults("min_inliers", str),
+)
+@click.option(
+    "--expand-verified",
+    type=click.IntRange(min=0),
+    default=0,
     show_default=True,
-    help="Inliers that verify a result of --rerank spatial.",
+    metavar="N",
+    help="After --rerank spatial, search again with each query's descriptors "
+    "and those of its first N verified images as one query; the verified "
+    "images keep their places, the second search ranks the rest (10 was "
+    "measured; 0: no second search).",
 )
 @click.option(
     "--database-descriptors",
@@ -162,9 +172,10 @@ def search(
     rerank: tuple[str, ...],
     qe_neighbours: int,
     qe_alpha: float,
-    rerank_depth: int,
+    rerank_depth: int | None,
     verification: dict,
-    min_inliers: int,
+    min_inliers: int | None,
+    expand_verified: int,
     database_descriptors: Path | None,
     parameters: str | None,
     multiple_assignment: int | None,
@@ -190,12 +201,16 @@ def search(
         vlad search asmk-index queries.npz --top 100 -o results.json
         vlad search index queries/ -c codebook.npz --rerank spatial \\
             --database-descriptors descriptors.npz -o results.json
+        vlad search asmk-index feats-aliked-n16.h5 --rerank spatial \\
+            --expand-verified 10 --database-descriptors feats-aliked-n16.h5
         vlad search index queries/ -c codebook.npz --html results.html \\
             --images photos/ --ground-truth ground_truth.json
     """
     _check_reranking_options(click.get_current_context(), rerank)
     if "spatial" in rerank and database_descriptors is None:
         raise click.UsageError("--rerank spatial needs --database-descriptors")
+    if expand_verified and "spatial" not in rerank:
+        raise click.UsageError("--expand-verified needs --rerank spatial")
     check_outputs([path for path in (output, page.html) if path], overwrite)
     asmk = is_asmk_index(index_folder)
     if asmk and ("qe" in rerank or parameters is not None):
@@ -218,6 +233,7 @@ def search(
                 rerank_depth=rerank_depth,
                 min_inliers=min_inliers,
                 verification=verification,
+                expand_verified=expand_verified,
                 database_descriptors=database_descriptors,
                 parameters=parameters,
                 multiple_assignment=multiple_assignment,

@@ -29,7 +29,13 @@ from vlad.pipeline._extraction import read_descriptor_sets
 from vlad.search._asmk import ASMKIndex
 from vlad.search._index import VectorIndex
 
-__all__ = ["Queries", "read_asmk_queries", "read_queries", "source_record"]
+__all__ = [
+    "Queries",
+    "encoding_options",
+    "read_asmk_queries",
+    "read_queries",
+    "source_record",
+]
 
 PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
 
@@ -121,8 +127,7 @@ def read_queries(
             "queries given as images or descriptors need the codebook the index's "
             "vectors were made with"
         )
-    recorded = index.source.get("encoding")
-    options = EncodingOptions.from_record(recorded) if recorded else None
+    options = encoding_options(index)
     if not keep_descriptors:
         encoded = encode_images(
             inputs,
@@ -141,6 +146,13 @@ def read_queries(
     )
     vectors = encode(sets, codebook, options, n_jobs=n_jobs)
     return Queries(vectors, list(sets.names), sets, report)
+
+
+def encoding_options(index: VectorIndex) -> EncodingOptions | None:
+    """The encoding options ``index``'s vectors were made with (None when its
+    source records none: the defaults)."""
+    recorded = index.source.get("encoding")
+    return EncodingOptions.from_record(recorded) if recorded else None
 
 
 def _holds_vectors(path: Path) -> bool:

@@ -1,5 +1,6 @@
 """Searching VLAD vectors: exact and faiss indexes, PCA-whitening, query
-expansion, spatial verification, and ranked results.
+expansion, spatial verification (with settings that suit each kind of
+descriptors), and ranked results.
 
 :func:`build_index` indexes vectors (optionally whitened by
 :func:`fit_whitening` and compressed by faiss), :func:`load_index` reads a
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
     from vlad.search._results import QueryResult, SearchResults, read_rankings
     from vlad.search._spatial import inlier_matches, spatial_rerank
     from vlad.search._streamed_index import index_shards
+    from vlad.search._verification_presets import (
+        VERIFICATION_PRESETS,
+        VerificationPreset,
+        VerificationSettings,
+        verification_preset,
+    )
+    from vlad.search._verified_expansion import expand_verified
     from vlad.search._whitening import PCAWhitening, fit_whitening
 
 __getattr__, __dir__ = attach(
@@ -33,6 +41,9 @@ __getattr__, __dir__ = attach(
     {
         "ASMKIndex": "vlad.search._asmk",
         "DamagedIndexError": "vlad.errors",
+        "VERIFICATION_PRESETS": "vlad.search._verification_presets",
+        "VerificationPreset": "vlad.search._verification_presets",
+        "VerificationSettings": "vlad.search._verification_presets",
         "PCAWhitening": "vlad.search._whitening",
         "QueryExpansion": "vlad.search._expansion",
         "QueryResult": "vlad.search._results",
@@ -42,6 +53,7 @@ __getattr__, __dir__ = attach(
         "build_asmk_index": "vlad.search._asmk",
         "build_index": "vlad.search._index",
         "expand_queries": "vlad.search._expansion",
+        "expand_verified": "vlad.search._verified_expansion",
         "fit_whitening": "vlad.search._whitening",
         "index_shards": "vlad.search._streamed_index",
         "inlier_matches": "vlad.search._spatial",
@@ -52,20 +64,25 @@ __getattr__, __dir__ = attach(
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
         "spatial_rerank": "vlad.search._spatial",
+        "verification_preset": "vlad.search._verification_presets",
     },
 )
 __all__ = [
     "ASMKIndex",
     "DamagedIndexError",
+    "VERIFICATION_PRESETS",
     "PCAWhitening",
     "QueryExpansion",
     "QueryResult",
     "SearchResults",
     "VectorIndex",
+    "VerificationPreset",
+    "VerificationSettings",
     "augment_database",
     "build_asmk_index",
     "build_index",
     "expand_queries",
+    "expand_verified",
     "fit_whitening",
     "index_shards",
     "inlier_matches",
@@ -76,4 +93,5 @@ __all__ = [
     "rerank_spatially",
     "search_exact",
     "spatial_rerank",
+    "verification_preset",
 ]
