@@ -427,3 +427,20 @@ def test_a_run_killed_mid_folder_resumes_into_the_same_folder(weights, tmp_path)
     np.testing.assert_allclose(
         resumed.to_sets().descriptors, whole.to_sets().descriptors, atol=1e-5
     )
+
+
+def test_images_without_keypoints_are_reported_without_sifts_advice(weights, tmp_path):
+    """``--dense`` describes such images for SIFT only: not advised here."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a.png"), cv2.imread(str(DATA / "coffee.jpg")))
+    cv2.imwrite(str(folder / "tiny.png"), np.zeros((3, 3), np.uint8))
+    options = ["--features", "aliked", "--weights", weights, "--max-side", "64"]
+    result = CliRunner().invoke(
+        main,
+        ["extract", str(folder), *map(str, options), "-o", str(tmp_path / "d.npz")],
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "warning: 1 image has no keypoints, so no descriptors: tiny.png\n"
+    ) in result.stderr

@@ -211,7 +211,7 @@ def encode(
         result.codebook.fingerprint,
         *outputs,
     )
-    report_skipped(result.report, vectors=True)
+    report_skipped(result.report, vectors=True, descriptor=result.descriptor)
 
 
 def _encode_to_folder(

@@ -137,7 +137,7 @@ def extract(
         descriptor_kind(sets.metadata),
         output,
     )
-    report_skipped(report)
+    report_skipped(report, descriptor=sets.metadata)
 
 
 def _extract_to_folder(
@@ -186,5 +186,6 @@ def _extract_to_folder(
             shards.names,
             {entry["name"]: entry["reason"] for entry in record["skipped"]},
             record["empty"],
-        )
+        ),
+        descriptor=shards.metadata,
     )

@@ -177,7 +177,7 @@ def fit(
             len(report.names),
             output,
         )
-    report_skipped(report)
+    report_skipped(report, descriptor=codebook.metadata.get("descriptor"))
 
 
 def _refuse_fitting_options(adapt_from: Path) -> None:

@@ -13,6 +13,7 @@ import click
 
 from vlad.core._files import check_writable_folder
 from vlad.formats._names import printable
+from vlad.images._learned import LearnedOptions
 from vlad.pipeline._batch import BatchReport
 
 __all__ = [
@@ -132,10 +133,14 @@ def _one_line(error: BaseException) -> str:
     return printable(" ".join(message.split()))
 
 
-def report_skipped(report: BatchReport, *, vectors: bool = False) -> None:
+def report_skipped(
+    report: BatchReport, *, vectors: bool = False, descriptor: dict | None = None
+) -> None:
     """Log in one line each how many images (and folders) were skipped and how
     many had no descriptors, with their first names; ``vectors`` when the
-    command made VLAD vectors (zero for images without descriptors)."""
+    command made VLAD vectors (zero for images without descriptors).
+    ``descriptor``, the descriptors' record, tells whether ``--dense`` would
+    describe those (it applies to SIFT, not to learned features)."""
     if report.skipped:
         n_folders = sum(name.endswith("/") for name in report.skipped)
         n_files = len(report.skipped) - n_folders
@@ -147,12 +152,14 @@ def report_skipped(report: BatchReport, *, vectors: bool = False) -> None:
             _first_names(report.skipped),
         )
     if report.empty:
+        learned = LearnedOptions.from_record(dict(descriptor or {})) is not None
         logger.warning(
-            "%s no keypoints, so no descriptors%s: %s; --dense describes every image",
+            "%s no keypoints, so no descriptors%s: %s%s",
             count(len(report.empty), "image")
             + (" has" if len(report.empty) == 1 else " have"),
             " and a zero VLAD vector" if vectors else "",
             _first_names(report.empty),
+            "" if learned else "; --dense describes every image",
         )
 
 
