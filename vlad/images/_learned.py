@@ -275,10 +275,8 @@ class LearnedOptions:
     def record(self) -> dict:
         """JSON-serialisable description, for ``DescriptorSets.metadata``
         (resolves the weights first, see :meth:`resolved`)."""
-        import kornia
-        import torch
-
         resolved = self.resolved()
+        torch, kornia = import_kornia()
         return {
             "extractor": LEARNED_EXTRACTORS[self.features],
             "model": self.model,
