@@ -23,6 +23,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "hloc": ("h5py>=3.0",),
     "torch": ("torch>=2.1",),
     "keras": ("keras>=3",),
+    "learned": ("torch>=2.1", "kornia>=0.8.3"),
     "bench": ("matplotlib>=3.7",),
 }
 

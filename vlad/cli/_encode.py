@@ -28,6 +28,7 @@ from vlad.cli._reporting import (
     DENSE_ADVICE,
     check_outputs,
     count,
+    dense_advice,
     library_errors,
     progress_bar,
     report_skipped,
@@ -218,7 +219,12 @@ def encode(
         result.codebook.fingerprint,
         *outputs,
     )
-    report_skipped(result.report, vectors=True, advice=_DENSE_ADVICE, listed_in=output)
+    report_skipped(
+        result.report,
+        vectors=True,
+        advice=dense_advice(result.descriptor, _DENSE_ADVICE),
+        listed_in=output,
+    )
 
 
 def _encode_to_folder(

@@ -21,6 +21,7 @@ from vlad.cli._options import (
 )
 from vlad.cli._reporting import (
     check_outputs,
+    dense_advice,
     library_errors,
     progress_bar,
     report_skipped,
@@ -182,7 +183,7 @@ def fit(
             len(report.names),
             output,
         )
-    report_skipped(report)
+    report_skipped(report, advice=dense_advice(codebook.metadata.get("descriptor")))
 
 
 def _refuse_fitting_options(adapt_from: Path) -> None:

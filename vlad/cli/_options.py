@@ -17,6 +17,8 @@ from vlad.core._parameters import (
     RESIDUAL_NORM,
     Parameter,
 )
+from vlad.images._extractors import FEATURES
+from vlad.images._learned import LEARNED_PARAMETERS, LearnedOptions, check_device
 from vlad.images._sift import DESCRIPTOR_PARAMETERS, SiftOptions
 
 __all__ = [
@@ -39,6 +41,10 @@ __all__ = [
 ]
 
 _DEFAULTS = SiftOptions()
+_LEARNED_DEFAULTS = LearnedOptions()
+#: The options of learned features that OpenCV's lack, on the command line
+#: (``model`` is the library's alone: "model" is verification's geometry).
+_LEARNED_ONLY = ("detection_threshold", "batch_size")
 
 
 class _Specified:
@@ -309,10 +315,15 @@ def descriptor_options(
             return "the codebook's"
         if name == "root_sift":
             return "--root-sift for SIFT"
+        if name in _LEARNED_ONLY:
+            return str(getattr(_LEARNED_DEFAULTS, name))
         value = getattr(_DEFAULTS, name)
         if isinstance(value, bool):
             flag = name.replace("_", "-")
             return f"--{flag}" if value else f"--no-{flag}"
+        learned = getattr(_LEARNED_DEFAULTS, name, value)
+        if name != "features" and learned != value:
+            return f"{value}; {learned} for aliked"
         return str(value)
 
     extractor_options = [
@@ -326,16 +337,49 @@ def descriptor_options(
             + (" (the codebook's, when fitted with one)." if from_codebook else "."),
         )
     ]
+    learned = {parameter.name: parameter for parameter in LEARNED_PARAMETERS}
+    parameters = [
+        FEATURES if parameter.name == "features" else parameter
+        for parameter in DESCRIPTOR_PARAMETERS
+    ] + [learned[name] for name in _LEARNED_ONLY]
     options = [
         spec_option(parameter, default=None, show_default=shown_default(parameter.name))
-        for parameter in DESCRIPTOR_PARAMETERS
+        for parameter in parameters
+    ] + [
+        click.option(
+            "--weights",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            help="Learned features: the network's weights, a PyTorch file (read "
+            "without running code, its keys checked). Default: the authors' "
+            "weights, downloaded once into PyTorch's hub cache"
+            + (", the codebook's (their SHA-256 checked)." if from_codebook else "."),
+        ),
+        click.option(
+            "--device",
+            metavar="DEVICE",
+            default=None,
+            callback=_check_device,
+            show_default="auto",
+            help="Learned features: where the network runs: cpu, cuda, cuda:N, "
+            "mps, or auto (CUDA where PyTorch has it, else the CPU).",
+        ),
     ]
     return option_group(
         "descriptor_options",
-        tuple(parameter.name for parameter in DESCRIPTOR_PARAMETERS),
+        (*(parameter.name for parameter in parameters), "weights", "device"),
         (extractor_options if extractor else []) + options,
         drop_unset=True,
     )
+
+
+def _check_device(ctx, param, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            check_device(value)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+    return value
 
 
 def verification_options(

@@ -7,17 +7,19 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import click
 
 from vlad.core._files import check_writable_folder
 from vlad.formats._names import printable
+from vlad.images._learned import LearnedOptions
 from vlad.pipeline._batch import BatchReport
 
 __all__ = [
     "DENSE_ADVICE",
+    "dense_advice",
     "LISTED_NAMES",
     "PROGRESS_LOG_SECONDS",
     "USER_ERRORS",
@@ -255,6 +257,14 @@ def report_skipped(
         name_list(report.empty, listed_in),
         f"; {advice}" if advice else "",
     )
+
+
+def dense_advice(descriptor: Mapping | None, advice: str = DENSE_ADVICE) -> str | None:
+    """``advice`` (``--dense``) for images without keypoints, or None when the
+    descriptors' record names learned features, which ``--dense`` does not
+    make."""
+    learned = LearnedOptions.from_record(dict(descriptor or {})) is not None
+    return None if learned else advice
 
 
 def name_list(names: Iterable[str], listed_in: Path | None = None) -> str:

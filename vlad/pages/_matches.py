@@ -15,7 +15,9 @@ from vlad.core._files import atomic_write
 from vlad.core._validation import as_float_matrix, check_positive_int
 from vlad.errors import VladError
 from vlad.images._describe import describe_image_with_keypoints
+from vlad.images._extractors import resolve_extractor
 from vlad.images._files import MAX_PIXELS, ImageReadError, read_checked
+from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
 from vlad.search._spatial import (
     LOWE_RATIO,
@@ -219,7 +221,7 @@ def write_matches_picture(
     image: str | os.PathLike,
     output: str | os.PathLike,
     *,
-    descriptor_options: SiftOptions | dict | None = None,
+    descriptor_options: SiftOptions | LearnedOptions | dict | None = None,
     matching: str = "mutual+ratio",
     model: str = "fundamental",
     ratio: float = LOWE_RATIO,
@@ -237,9 +239,11 @@ def write_matches_picture(
         Image files.
     output : path-like
         ``.png`` or ``.jpg``; written atomically (replaced if it exists).
-    descriptor_options : SiftOptions or dict, optional
-        How keypoints and descriptors are made (as ``vlad extract``'s); the
-        defaults of :class:`vlad.images.SiftOptions` when not given.
+    descriptor_options : SiftOptions, LearnedOptions or dict, optional
+        How keypoints and descriptors are made (as ``vlad extract``'s: a
+        dict of SIFT's options, or of learned features' with
+        ``features="aliked"``); the defaults of
+        :class:`vlad.images.SiftOptions` when not given.
     matching, model, ratio, reprojection_threshold, max_keypoints
         As in :func:`vlad.search.inlier_matches`.
     max_height : int or None, default=600
@@ -279,7 +283,7 @@ def write_matches_picture(
     if not overwrite and os.path.lexists(output):
         raise FileExistsError(f"{output} exists; pass overwrite to replace it")
     if isinstance(descriptor_options, dict):
-        descriptor_options = SiftOptions(**descriptor_options)
+        descriptor_options = resolve_extractor(descriptor_options, None)
     options = descriptor_options or SiftOptions()
     pictures = [
         read_colour_image(path, max_pixels=options.max_pixels)

@@ -22,6 +22,7 @@ from vlad.formats._descriptor_files import descriptor_file_in
 from vlad.formats._hloc import hloc_file_kind, is_hdf5_path
 from vlad.formats._shards import MANIFEST_NAME
 from vlad.formats._vectors import load_vectors
+from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._encoding import encode_images
@@ -200,7 +201,10 @@ def _descriptor_options(source: dict, inputs: PathOrPaths) -> dict | None:
     which were made already."""
     if descriptor_file_in(inputs) is not None:
         return None
-    recorded = SiftOptions.from_record(source.get("descriptor"))
+    record = source.get("descriptor")
+    # Learned features: the weights the record's SHA-256 names, from
+    # PyTorch's hub cache (queries made elsewhere come as a descriptors file).
+    recorded = SiftOptions.from_record(record) or LearnedOptions.from_record(record)
     return None if recorded is None else dataclasses.asdict(recorded)
 
 
