@@ -294,6 +294,11 @@ class LearnedOptions:
         """The options a :meth:`record` describes, its weights' SHA-256
         required; None for another extractor's record (or an empty one).
 
+        Parameters
+        ----------
+        record : dict or None
+            What :meth:`record` returned, or another extractor's record.
+
         Raises
         ------
         ValueError
