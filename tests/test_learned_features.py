@@ -452,3 +452,22 @@ def test_images_without_keypoints_are_reported_without_sifts_advice(weights, tmp
     assert (
         "warning: 1 image has no keypoints, so no descriptors: tiny.png\n"
     ) in result.stderr
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_makes_the_folder_made_here(
+    weights, photos, cluster_client, tmp_path
+):
+    """Each worker process loads the network once, from the same weights
+    file (its SHA-256 checked there), and writes what a run here writes."""
+    options = {**FAST, "weights": weights}
+    here = extract_images_to_folder(photos, tmp_path / "here", options, shard_images=1)
+    there = extract_images_to_folder(
+        photos, tmp_path / "there", options, shard_images=1, client=cluster_client
+    )
+    assert there.names == here.names == THREE
+    assert there.metadata == here.metadata
+    ours, theirs = there.to_sets(), here.to_sets()
+    assert np.array_equal(ours.offsets, theirs.offsets)
+    np.testing.assert_allclose(ours.descriptors, theirs.descriptors, atol=1e-5)
+    np.testing.assert_allclose(ours.keypoints, theirs.keypoints, atol=1e-3)
