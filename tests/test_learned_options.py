@@ -226,12 +226,11 @@ def test_without_pytorch_or_kornia_the_error_says_what_to_install(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     lines = process.stdout.splitlines()
+    install = "pip install 'torch>=2.1' 'kornia>=0.8.3'"
     assert lines == [
-        "learned features require PyTorch and kornia; install them with: pip "
-        "install 'vlad-toolkit[learned]' (see docs/accelerators.md for a CPU-only "
-        "PyTorch)",
-        "learned features require kornia; install it with: pip install "
-        "'vlad-toolkit[learned]'",
+        "learned features require PyTorch and kornia; install them with: "
+        f"{install} (see docs/accelerators.md for a CPU-only PyTorch)",
+        f"learned features require kornia; install it with: {install}",
     ]
 
 

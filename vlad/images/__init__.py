@@ -10,8 +10,10 @@
   of one image, and their options;
 - :mod:`vlad.images._detectors`: OpenCV's detectors by name, their thresholds,
   and binary descriptors unpacked to 0/1 values;
-- :mod:`vlad.images._learned`: learned features (ALIKED, by kornia) of
-  images in batches on a device, and their options;
+- :mod:`vlad.images._learned`: the options of learned features (ALIKED, by
+  kornia) and their record;
+- :mod:`vlad.images._learned_batches`: images described by learned features,
+  in batches on a device;
 - :mod:`vlad.images._callables`: any Python callable as the extractor;
 - :mod:`vlad.images._extractors`: the options or the callable that describe a
   batch, checked against a codebook's;

@@ -18,11 +18,8 @@ import numpy as np
 from vlad.core._pool import Progress, map_in_order
 from vlad.images._callables import CallableExtractor
 from vlad.images._files import ImageFile, ImageReadError, read_image_reduced
-from vlad.images._learned import (
-    LearnedOptions,
-    describe_learned,
-    describe_learned_files,
-)
+from vlad.images._learned import LearnedOptions
+from vlad.images._learned_batches import describe_learned, describe_learned_files
 from vlad.images._pixels import as_grey_image
 from vlad.images._sift import (
     SiftOptions,
