@@ -925,7 +925,7 @@ def test_verification_suits_the_descriptors_record(prepared):
             keypoints=sets.keypoints,
         ),
     )
-    assert aliked.preset.name == "aliked" and aliked.min_inliers == 20
+    assert aliked.preset.name == "aliked" and aliked.min_inliers == 12
     row = run_variant(aliked, "spatial-20")
     assert row["variant"] == "spatial-20"
     assert "as suits aliked" in row["description"]
@@ -938,12 +938,12 @@ def test_verification_suits_the_descriptors_record(prepared):
         aliked.descriptors,
         aliked.descriptors,
         depth=20,
-        ratio=0.95,
-        min_inliers=20,
+        ratio=0.9,
+        min_inliers=12,
         max_keypoints=1024,
     )
     assert search_index(aliked, indexed, depth=20) == explicit.rankings()
-    given = dataclasses.replace(aliked, verification={"ratio": 0.95})
+    given = dataclasses.replace(aliked, verification={"ratio": 0.9})
     assert run_variant(given, "spatial-20")["variant"] == "spatial-20"
-    old = dataclasses.replace(aliked, verification={"ratio": 0.8, "min_inliers": 12})
-    assert run_variant(old, "spatial-20")["variant"] == "spatial-20-ratio0.8-min12"
+    old = dataclasses.replace(aliked, verification={"ratio": 0.8, "min_inliers": 20})
+    assert run_variant(old, "spatial-20")["variant"] == "spatial-20-ratio0.8-min20"

@@ -373,7 +373,7 @@ def verification_name(
     'spatial-0.4-20'
     >>> verification_name("spatial-20", {"max_keypoints": 0, "ratio": 0.95}, sift)
     'spatial-20-ratio0.95-kpall'
-    >>> verification_name("spatial-20", {"ratio": 0.95}, VERIFICATION_PRESETS["aliked"])
+    >>> verification_name("spatial-20", {"ratio": 0.9}, VERIFICATION_PRESETS["aliked"])
     'spatial-20'
     """
     if "spatial-" not in name or "spatial-0.4" in name:
@@ -899,12 +899,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ratio", type=float, default=None, metavar="R",
         help="Lowe's ratio of --matching mutual+ratio (default: as suits the "
-        "descriptors, as vlad search chooses: 0.8 for SIFT, 0.95 for ALIKED)",
+        "descriptors, as vlad search chooses: 0.8 for SIFT, 0.9 for ALIKED)",
     )  # fmt: skip
     parser.add_argument(
         "--min-inliers", type=int, default=None, metavar="N",
         help="inliers that verify an image (default: as suits the descriptors: "
-        "12 for SIFT, 20 for ALIKED)",
+        "12 for SIFT and ALIKED)",
     )  # fmt: skip
     parser.add_argument(
         "--verify-keypoints", type=int, default=None, metavar="N",

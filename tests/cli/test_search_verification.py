@@ -86,8 +86,8 @@ def test_aliked_s_settings_without_flags(features):
     result, document = search(features, path)
     recorded = document["spatial_verification"]
     assert (recorded["ratio"], recorded["min_inliers"], recorded["depth"]) == (
-        0.95,
-        20,
+        0.9,
+        12,
         50,
     )
     assert recorded["max_keypoints"] == 1024
@@ -96,13 +96,13 @@ def test_aliked_s_settings_without_flags(features):
     assert set(recorded["settings_from"].values()) == {"aliked"}
     assert "warning" not in result.stderr.lower()
     *_, expected = library(
-        features, path, depth=50, ratio=0.95, min_inliers=20, max_keypoints=1024
+        features, path, depth=50, ratio=0.9, min_inliers=12, max_keypoints=1024
     )
     assert read_rankings(features / "results.json") == expected.rankings()
     hits = document["queries"][0]["results"]
     assert [hit["inliers"] for hit in hits] == expected[0].inliers.tolist()
     # Image 0 verifies its scene's three other views, and only those.
-    assert {hit["name"] for hit in hits if hit["inliers"] >= 20} == {
+    assert {hit["name"] for hit in hits if hit["inliers"] >= 12} == {
         "00.jpg",
         "01.jpg",
         "02.jpg",
@@ -113,7 +113,7 @@ def test_aliked_s_settings_without_flags(features):
 def test_flags_override_the_descriptors_settings(features):
     path = features / "feats-aliked-n16.h5"
     _, document = search(
-        features, path, "--ratio", "0.8", "--min-inliers", "12",
+        features, path, "--ratio", "0.8", "--min-inliers", "20",
         "--verify-keypoints", "0", "--rerank-depth", "5",
     )  # fmt: skip
     recorded = document["spatial_verification"]
@@ -122,12 +122,12 @@ def test_flags_override_the_descriptors_settings(features):
     )
     assert (recorded["ratio"], recorded["min_inliers"], recorded["depth"]) == (
         0.8,
-        12,
+        20,
         5,
     )
     assert recorded["max_keypoints"] is None
     *_, expected = library(
-        features, path, depth=5, ratio=0.8, min_inliers=12, max_keypoints=0
+        features, path, depth=5, ratio=0.8, min_inliers=20, max_keypoints=0
     )
     assert read_rankings(features / "results.json") == expected.rankings()
 
@@ -150,14 +150,14 @@ def test_a_file_that_does_not_name_its_extractor_warns(features, tmp_path):
     # The preset named on the command line: ALIKED's settings, no warning.
     result, document = search(features, renamed, "--verification-preset", "aliked")
     assert document["spatial_verification"]["preset"]["name"] == "aliked"
-    assert document["spatial_verification"]["min_inliers"] == 20
+    assert document["spatial_verification"]["ratio"] == 0.9
     assert "defaults" not in result.stderr and not document["notes"]
 
 
 def test_expansion_by_verified_images_is_the_library_s(features):
     path = features / "feats-aliked-n16.h5"
     _, document = search(features, path, "--expand-verified", "2")
-    assert document["verified_expansion"] == {"images": 2, "min_inliers": 20}
+    assert document["verified_expansion"] == {"images": 2, "min_inliers": 12}
     sets, index, verified = library(features, path)
     expected = expand_verified(
         verified, sets, sets, functools.partial(index.search), images=2

@@ -509,7 +509,7 @@ def verification_options(
 
 def preset_defaults(field: str, show: Callable[[object], str]) -> str:
     """The defaults of a verification setting by kind of descriptors, for
-    ``--help``: ``" [default: as suits the descriptors: 0.95 for aliked, 0.8
+    ``--help``: ``" [default: as suits the descriptors: 0.9 for aliked, 0.8
     for sift]"``."""
     from vlad.search._verification_presets import VERIFICATION_PRESETS
 

@@ -112,7 +112,7 @@ def search_index(
         for SIFT, 50 for ALIKED).
     min_inliers : int, optional
         Inliers that verify a result; by default, as suits the descriptors
-        (12 for SIFT, 20 for ALIKED).
+        (12 for both SIFT and ALIKED).
     verification : mapping, optional
         ``matching``, ``ratio``, ``model``, ``reprojection_threshold``,
         ``max_keypoints`` and ``preset`` of
