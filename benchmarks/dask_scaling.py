@@ -12,7 +12,7 @@ workers) and the cores it used (CPU over wall-clock): on a machine that others
 load, the cores a run was given. Prints Markdown tables; every run's folder
 is checked to hold the same bytes as the local one.
 
-Usage, from the root of a source checkout (needs ``pip install 'vlad-toolkit[dask]'``)::
+Usage, from the root of a source checkout (needs ``pip install -e '.[dask]'``)::
 
     python -m benchmarks.dask_scaling [--images 256] [--shard-images 8]
         [--clusters 16] [--repeats 3] [--tasks 1000]

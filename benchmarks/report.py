@@ -237,7 +237,7 @@ def _matplotlib_figure():
     except ImportError:
         raise ImportError(
             "plotting the sweep requires matplotlib; install it with: "
-            "pip install 'vlad-toolkit[bench]'"
+            "pip install -e '.[bench]'"
         ) from None
     return Figure
 
@@ -245,7 +245,7 @@ def _matplotlib_figure():
 def plot_sweep(sweep: Sweep, path: str | os.PathLike) -> None:
     """Write the sweep as a PNG: ns per descriptor against N, log-log.
 
-    Requires matplotlib (``pip install 'vlad-toolkit[bench]'``); uses its object API,
+    Requires matplotlib (``pip install -e '.[bench]'``); uses its object API,
     so no global backend is set.
     """
     Figure = _matplotlib_figure()

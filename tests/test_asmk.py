@@ -169,6 +169,8 @@ def test_loading_refuses_what_is_not_an_index(tmp_path):
     # A folder of format version 1 (one inverted file, no segments).
     shutil.copytree(VERSION_1, tmp_path / "index")
     np.save(tmp_path / "index" / "entry_images.npy", np.zeros(1, np.int32))
+    # Without the checksums of its files (as vlad 0.4 wrote it), the index is
+    # refused by what they hold.
     with pytest.raises(ValueError, match="files disagree"):
         vlad.search.load_asmk_index(tmp_path / "index")
 

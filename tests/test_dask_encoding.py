@@ -5,6 +5,7 @@ without the extra."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -13,6 +14,7 @@ from photos import DATA, FAST_OPTIONS
 from shard_folders import folder_bytes
 
 import vlad
+from vlad._extras import install_command
 from vlad.images import capture_decoder_messages
 from vlad.images._extractors import extractor_for_codebook
 from vlad.pipeline._batch import walk_batch
@@ -211,12 +213,12 @@ def test_without_the_extra_the_error_says_what_to_install(
     monkeypatch, codebook_file, tmp_path
 ):
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[dask\]'"):
+    with pytest.raises(ImportError, match=re.escape(install_command("dask"))):
         encode_images_to_folder(DATA, codebook_file, tmp_path / "v", client=object())
     result = run(
         "encode", DATA, "-c", codebook_file, "-o", tmp_path / "w", "--dask", exit_code=1
     )
     assert result.stderr == (
         "Error: running on a Dask cluster requires dask.distributed; install it "
-        "with: pip install 'vlad-toolkit[dask]'\n"
+        f"with: {install_command('dask')}\n"
     )

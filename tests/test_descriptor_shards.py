@@ -122,7 +122,10 @@ def test_a_folder_without_its_manifest_is_never_read(photo_folder, tmp_path):
     shutil.copytree(photo_folder, copy)
     (copy / MANIFEST_NAME).unlink()
     for reader in (open_descriptor_shards, vlad.fit_codebook_to_images):
-        with pytest.raises(ValueError, match="no manifest.json.*--resume"):
+        with pytest.raises(
+            ValueError,
+            match=r"no manifest.json .*resume it with resume=True or --resume\)$",
+        ):
             reader(copy)
 
 
@@ -180,7 +183,11 @@ def test_resume_keeps_finished_shards_and_redoes_the_rest(photo_folder, tmp_path
 
 
 def test_folders_are_replaced_only_when_asked(photo_folder, tmp_path):
-    with pytest.raises(FileExistsError, match="pass overwrite"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"exists; pass overwrite=True \(--overwrite\) to replace it or "
+        r"resume=True \(--resume\) to finish it$",
+    ):
         extract_images_to_folder(DATA, photo_folder, FAST_OPTIONS)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine")

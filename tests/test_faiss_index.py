@@ -3,11 +3,17 @@ build_index, against exact search."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 
+from vlad._extras import install_command
 from vlad.search import QueryExpansion, build_index, load_index
 
 faiss = pytest.importorskip("faiss")
@@ -229,31 +235,128 @@ def test_polysemous_training_only_where_hamming_search_is_asked_for(
 def test_faiss_clustering_warnings_are_one_line_with_the_lists_that_fit(
     database, capfd, caplog
 ):
-    """faiss prints one warning per k-means (4 PQ sub-quantisers and the
-    lists) on the C++ standard error; vlad logs one line instead."""
+    """faiss would print one warning per k-means (4 PQ sub-quantisers and the
+    lists) on the C++ standard error; vlad logs one line instead, and
+    standard error shows nothing."""
     vectors, _ = database
     with caplog.at_level("WARNING", logger="vlad.search._faiss_store"):
         build_index(vectors, factory="IVF32,PQ4")
-    assert "WARNING clustering" not in capfd.readouterr().err
+    assert capfd.readouterr().err == ""
     [record] = caplog.records
     assert record.getMessage() == (
-        "training 'IVF32,PQ4' on 597 vectors, fewer than its k-means asks for: "
-        "1 clustering to 32 centres (faiss suggests 1248 vectors); 4 clusterings "
-        "to 256 centres (faiss suggests 9984 vectors); the codes may be coarser; "
-        "597 vectors fit IVF8 (39 a list)"
+        "training 'IVF32,PQ4' on 597 vectors, fewer than its k-means asks for "
+        "(faiss suggests 1248 for 32 centres, 9984 for 256 centres); the codes "
+        "may be coarser; 597 vectors fit IVF8 (39 a list)"
     )
+
+
+def plain_faiss_index(vectors, factory):
+    """The index faiss itself trains and fills, without polysemous training
+    (as vlad skips it)."""
+    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    inner = faiss.downcast_index(index)
+    if isinstance(inner, faiss.IndexPreTransform):
+        inner = faiss.downcast_index(inner.index)
+    if isinstance(inner, (faiss.IndexIVFPQ, faiss.IndexPQ)):
+        inner.do_polysemous_training = False
+    index.train(vectors)
+    index.add(vectors)
+    return index
+
+
+@pytest.mark.parametrize(
+    ("factory", "suggested"),
+    [
+        ("PQ4", "9984 for 256 centres"),
+        ("IVF32,PQ4x4fs", "624 for 16 centres, 1248 for 32 centres"),
+        pytest.param(
+            "OPQ4,IVF32,PQ4",
+            "1248 for 32 centres, 9984 for 256 centres",
+            marks=pytest.mark.slow,  # seconds: 50 rounds of 4 k-means
+        ),
+        ("RQ2x4", "624 for 16 centres"),
+    ],
+)
+def test_training_prints_nothing_and_trains_what_faiss_trains(
+    database, capfd, caplog, factory, suggested
+):
+    """Each kind of k-means that faiss warns about (an IVF's lists, a product,
+    residual or OPQ rotation's quantiser) is quiet, and trains as faiss does
+    alone: the index written is the same, byte for byte (one process, one
+    code path)."""
+    vectors, _ = database
+    with caplog.at_level("WARNING", logger="vlad.search._faiss_store"):
+        index = build_index(vectors, factory=factory)
+    assert capfd.readouterr().err == ""
+    [record] = caplog.records
+    assert f"(faiss suggests {suggested})" in record.getMessage()
+    # vlad trains on and stores the vectors that are not zero.
+    expected = plain_faiss_index(vectors[np.any(vectors, axis=1)], factory)
+    capfd.readouterr()  # faiss's own warnings, of the plain index
+    assert bytes(faiss.serialize_index(index.store.index)) == bytes(
+        faiss.serialize_index(expected)
+    )
+
+
+def test_enough_training_vectors_log_nothing(caplog):
+    vectors = unit_rows(2, 32 * 39, 8)
+    with caplog.at_level("WARNING", logger="vlad.search._faiss_store"):
+        build_index(vectors, factory="IVF32,Flat")
+    assert caplog.records == []
+
+
+def test_standard_error_of_other_threads_is_untouched_while_faiss_trains(
+    database, capfd
+):
+    """Another thread writes to descriptor 2 and to ``sys.stderr`` all the
+    while an index trains: every line arrives, in order, and descriptor 2
+    stays the file it was."""
+    vectors, _ = database
+    before = os.fstat(2)
+    targets, built = [], threading.Event()
+
+    def write() -> None:
+        line = 0
+        while not built.is_set() or line < 3:
+            os.write(2, f"other thread {line}\n".encode())
+            line += 1
+            print(f"other thread {line}", file=sys.stderr, flush=True)
+            line += 1
+            found = os.fstat(2)
+            targets.append((found.st_dev, found.st_ino))
+            time.sleep(0.001)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        build_index(vectors, factory="IVF32,PQ4")
+    finally:
+        built.set()
+        writer.join()
+    written = [
+        line for line in capfd.readouterr().err.splitlines() if "other thread" in line
+    ]
+    assert written == [f"other thread {line}" for line in range(2 * len(targets))]
+    assert set(targets) == {(before.st_dev, before.st_ino)}
 
 
 def test_an_index_of_another_metric_is_refused(tmp_path):
     build_index(unit_rows(4, 10, 4), factory="Flat").save(tmp_path / "index")
     faiss.write_index(faiss.IndexFlatL2(4), str(tmp_path / "index" / "vectors.faiss"))
+    with pytest.raises(ValueError, match="vectors.faiss is not the file"):
+        load_index(tmp_path / "index")
+    # Without the checksums of its files (as vlad 0.4 wrote it), the index is
+    # refused by what faiss reads.
+    record = json.loads((tmp_path / "index" / "index.json").read_text())
+    del record["checksums"]
+    (tmp_path / "index" / "index.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="its metric is not inner product"):
         load_index(tmp_path / "index")
 
 
 def test_without_faiss_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[faiss\]'"):
+    with pytest.raises(ImportError, match=re.escape(install_command("faiss"))):
         build_index(unit_rows(5, 10, 4), factory="Flat")
     # Exact search needs nothing more.
     assert build_index(unit_rows(5, 10, 4)).search(np.eye(4), 1)[0].names

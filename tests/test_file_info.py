@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,6 +63,81 @@ def test_vectors(tmp_path):
     assert summary["n_zero_rows"] == 1 and summary["all_finite"]
     assert summary["n_skipped"] == 2
     assert summary["names_file"].endswith("v.names.txt")
+
+
+def test_the_record_and_names_beside_vectors_stand_alone(tmp_path):
+    record = {"format": "vlad vectors", "shape": [3, 4], "n_empty": 0}
+    save_vectors(tmp_path / "v.npy", np.eye(3, 4), ["a", "b", "a"], record)
+    record = describe_file(tmp_path / "v.json")
+    assert record["kind"] == "vectors record" and record["n_images"] == 3
+    assert record["vectors_file"] == str(tmp_path / "v.npy")
+    names = describe_file(tmp_path / "v.names.txt")
+    assert (names["kind"], names["n_names"], names["n_distinct"]) == (
+        "vector names", 3, 2,
+    )  # fmt: skip
+    assert names["n_vectors"] == 3
+    # Moved away from their vectors, they still say what they are.
+    (tmp_path / "v.npy").unlink()
+    assert describe_file(tmp_path / "v.json")["vectors_file"] is None
+    assert describe_file(tmp_path / "v.json")["shape"] == [3, 4]
+    assert "n_vectors" not in describe_file(tmp_path / "v.names.txt")
+
+
+def test_a_picture_is_described_from_its_header_alone(tmp_path):
+    # A header-only fake of 20000 x 20000 pixels: never decoded.
+    fake = bytearray((Path(vlad.__file__).parents[1] / "data/camera.png").read_bytes())
+    fake[16:24] = (20000).to_bytes(4, "big") * 2
+    (tmp_path / "huge.png").write_bytes(bytes(fake))
+    summary = describe_file(tmp_path / "huge.png")
+    assert (summary["kind"], summary["format"]) == ("image", "PNG")
+    assert (summary["width"], summary["height"]) == (20000, 20000)
+
+
+def test_a_page_says_which_of_its_images_are_missing(tmp_path):
+    page = tmp_path / "results.html"
+    folder = tmp_path / "results_files" / "thumbnails"
+    folder.mkdir(parents=True)
+    (folder / f"{'0' * 24}.jpg").write_bytes(b"")
+    (folder / "notes.txt").write_bytes(b"")
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>vlad search results</title></head>"
+        f'<body><img src="results_files/thumbnails/{"0" * 24}.jpg">'
+        f'<img src="results_files/thumbnails/{"1" * 24}.jpg">'
+        '<img src="https://example.org/x.jpg"><a href="/etc/passwd">x</a>'
+        "<svg><title>not the page's</title></svg></body></html>"
+    )
+    assert describe_file(page) == {
+        "file": str(page),
+        "kind": "search page",
+        "folder": str(tmp_path / "results_files"),
+        "n_images": 2,
+        "n_missing": 1,
+    }
+    assert describe_file(tmp_path / "results_files") == {
+        "file": str(tmp_path / "results_files"),
+        "kind": "page folder",
+        "page": str(page),
+        "n_thumbnails": 1,
+        "n_matches_pictures": 0,
+        "n_bytes": 0,
+        "n_other_files": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("other.html", b"<title>My page</title>", "not a vlad page: its title"),
+        ("other.json", b'{"format": "other"}', "not a vlad file: a JSON file"),
+        ("list.json", b"[1, 2]", "not a vlad file: a JSON file"),
+        ("broken.json", b"{", "not a vlad file: not JSON"),
+        ("notes.jpg", b"plain text", "not a vlad file: not an image"),
+    ],
+)
+def test_other_pages_records_and_pictures_are_refused(tmp_path, name, content, message):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        describe_file(tmp_path / name)
 
 
 def test_a_plain_array(tmp_path):

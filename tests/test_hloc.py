@@ -7,6 +7,7 @@ them; one-line errors for damaged and wrongly laid-out files."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from photos import DATA
 
 import vlad
+from vlad._extras import install_command
 from vlad.cli._main import main as cli
 from vlad.formats import _hloc as hloc
 from vlad.formats import read_global_features, write_global_features
@@ -168,7 +170,107 @@ def test_local_features_read_as_hloc_reads_them(tmp_path, as_half):
         "file": "feats.h5",
         "n_features": 64,
         "dtype": "float16" if as_half else "float32",
+        "keypoint_strength": "scores",
     }
+
+
+# What each of hloc's local feature extractors returns beside keypoints and
+# descriptors (hloc/extractors/*.py, read from hloc's source), and so which
+# dataset tells how strong each keypoint is.
+EXTRACTOR_STRENGTHS = {
+    "superpoint": "scores",  # SuperGlue's SuperPoint: keypoints, scores, descriptors
+    "r2d2": "scores",
+    "d2net": "scores",
+    "aliked": "keypoint_scores",  # LightGlue's ALIKED: keypoint_scores
+    "disk": "keypoint_scores",  # kornia's DISK: detection_scores as keypoint_scores
+    "dog": "scales",  # SIFT: scales and oris beside scores that are all 0
+}
+
+
+def extractor_predictions(extractor, keypoints, descriptors, strength):
+    """One image's predictions as hloc's ``extractor`` returns them (float32,
+    as the models give), with ``strength`` under the name it writes, and the
+    image size extract_features.main adds."""
+    pred = {"keypoints": keypoints, "descriptors": descriptors}
+    if extractor == "dog":
+        pred["scales"] = strength
+        pred["oris"] = np.zeros_like(strength)
+        pred["scores"] = np.zeros_like(strength)  # "no scores for SIFT yet"
+    else:
+        pred[EXTRACTOR_STRENGTHS[extractor]] = strength
+    pred["image_size"] = np.array([640, 480])
+    return pred
+
+
+@pytest.mark.parametrize("as_half", [True, False])
+@pytest.mark.parametrize("extractor", sorted(EXTRACTOR_STRENGTHS))
+def test_every_extractor_s_keypoint_strength_is_read(tmp_path, extractor, as_half):
+    path = tmp_path / f"feats-{extractor}.h5"
+    rng = np.random.default_rng(0)
+    written = {}
+    for name, n in (("a.jpg", 9), ("b.jpg", 14)):
+        pred = extractor_predictions(
+            extractor,
+            rng.uniform(0, 640, (n, 2)).astype(np.float32),
+            rng.normal(size=(32, n)).astype(np.float32),
+            rng.uniform(0.5, 20, n).astype(np.float32),
+        )
+        hloc_write_local(path, name, pred, as_half)
+        written[name] = pred
+    dataset = EXTRACTOR_STRENGTHS[extractor]
+    sets = read_descriptor_file(path)
+    assert sets.metadata["keypoint_strength"] == dataset
+    for t, name in enumerate(sets.names):
+        np.testing.assert_array_equal(
+            sets.keypoints_of(t)[:, 2], written[name][dataset]
+        )
+        assert written[name][dataset].dtype == (np.float16 if as_half else np.float32)
+
+
+@pytest.mark.parametrize("extractor", ["aliked", "disk", "dog", "superpoint"])
+def test_verification_keeps_each_extractor_s_strongest_keypoints(tmp_path, extractor):
+    """Two views of one scene whose 40 matching keypoints are the strongest of
+    each image but come after 40 weak, unrelated ones in the file: matching
+    the 40 strongest verifies the pair; the first 40 in the file's order (what
+    is read without the strengths) would not."""
+    from vlad.search._spatial import count_inliers
+
+    rng = np.random.default_rng(3)
+    shared = rng.normal(size=(128, 40)).astype(np.float32)
+    positions = rng.uniform(0, 600, (40, 2)).astype(np.float32)
+    views = {
+        "a.jpg": (positions, shared),
+        "b.jpg": (
+            positions * 0.9 + 20,
+            shared + 0.02 * rng.normal(size=shared.shape).astype(np.float32),
+        ),
+    }
+    path = tmp_path / f"feats-{extractor}.h5"
+    for name, (strong_positions, strong) in views.items():
+        weak = rng.normal(size=(128, 40)).astype(np.float32)
+        pred = extractor_predictions(
+            extractor,
+            np.vstack([rng.uniform(0, 600, (40, 2)), strong_positions]).astype(
+                np.float32
+            ),
+            np.hstack([weak, strong]),
+            np.concatenate([rng.uniform(0, 1, 40), rng.uniform(2, 3, 40)]).astype(
+                np.float32
+            ),
+        )
+        hloc_write_local(path, name, pred, as_half=True)
+    sets = read_descriptor_file(path)
+    found = count_inliers(
+        sets.keypoints_of(0), sets[0], sets.keypoints_of(1), sets[1], max_keypoints=40
+    )
+    assert found >= 30
+    in_file_order = [sets.keypoints_of(t).copy() for t in (0, 1)]
+    for keypoints in in_file_order:
+        keypoints[:, 2] = 0
+    unordered = count_inliers(
+        in_file_order[0], sets[0], in_file_order[1], sets[1], max_keypoints=40
+    )
+    assert unordered < 12
 
 
 def test_lazy_reading_gives_the_same_sets_chunk_after_chunk(features, monkeypatch):
@@ -426,6 +528,16 @@ def layout(path, name, **datasets):
             ),
             "'a.jpg' has a group named 'scores', not a dataset",
         ),
+        (
+            lambda p: layout(
+                p,
+                "a.jpg",
+                keypoints=np.ones((5, 2)),
+                descriptors=np.ones((64, 5)),
+                keypoint_scores=np.ones(6),
+            ),
+            r"'a.jpg' has keypoint_scores of shape \(6,\) for 5 keypoints",
+        ),
     ],
     ids=[
         "not transposed",
@@ -440,6 +552,7 @@ def layout(path, name, **datasets):
         "scores not per keypoint",
         "scores not numbers",
         "scores a group",
+        "keypoint_scores not per keypoint",
     ],
 )
 def test_wrongly_laid_out_files_are_refused_in_one_line(tmp_path, make, message):
@@ -472,7 +585,7 @@ def test_without_h5py_the_error_says_what_to_install(features, monkeypatch):
         lambda: read_descriptor_file(features),
         lambda: write_global_features(features, np.ones((1, 2)), ["a"]),
     ):
-        with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[hloc\]'"):
+        with pytest.raises(ImportError, match=re.escape(install_command("hloc"))):
             call()
 
 
@@ -649,3 +762,46 @@ def test_colmap_s_own_reader_imports_every_pair(tmp_path):
         frozenset(pair) for pair in written
     }
     assert len(imported) == len({frozenset(pair) for pair in written})
+
+
+# About a second: SIFT of two photos and their matching, by COLMAP.
+@pytest.mark.slow
+def test_colmap_imports_an_image_with_itself_but_matches_nothing(tmp_path):
+    """What docs/hloc.md says of the pairs of an image with itself that a
+    pairs file of ``vlad search`` lists: COLMAP's importer gives them, its
+    matcher writes nothing for them."""
+    pycolmap = pytest.importorskip("pycolmap")
+    from vlad.search import build_index
+
+    names = ["chelsea.jpg", "coffee.jpg"]
+    vectors = np.random.default_rng(0).normal(size=(2, 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    pairs = tmp_path / "pairs.txt"
+    build_index(vectors, names).search(vectors, k=2, query_names=names).write(pairs)
+    assert {line for line in pairs.read_text().splitlines()} >= {
+        "chelsea.jpg chelsea.jpg",
+        "coffee.jpg coffee.jpg",
+    }
+    path = str(tmp_path / "colmap.db")
+    pycolmap.extract_features(
+        path, str(DATA), image_names=names, device=pycolmap.Device.cpu
+    )
+    options = pycolmap.ImportedPairingOptions()
+    options.match_list_path = str(pairs)
+    database = pycolmap.Database.open(path)
+    ids = {image.name: image.image_id for image in database.read_all_images()}
+    generator = pycolmap.ImportedPairGenerator(options, database)
+    imported = {tuple(pair) for pair in generator.all_pairs()}
+    assert {(ids[name], ids[name]) for name in names} <= imported
+    database.close()
+    pycolmap.match_image_pairs(
+        path, pairing_options=options, device=pycolmap.Device.cpu
+    )
+    database = pycolmap.Database.open(path)
+    for name in names:
+        assert not database.exists_matches(ids[name], ids[name])
+        assert not database.exists_two_view_geometry(ids[name], ids[name])
+    first, second = (ids[name] for name in names)
+    assert database.exists_matches(first, second)
+    assert database.exists_two_view_geometry(first, second)
+    database.close()

@@ -1,8 +1,8 @@
 """The package's floors: every part of vlad imports only from the floors below
 its own, ``vlad.core`` (the lowest sub-package) from no other sub-package (only
-the leaf modules ``vlad.errors``, ``vlad._version`` and ``vlad._lazy``, which import
-nothing of vlad), and no two parts import each other; imports inside
-functions count."""
+the leaf modules ``vlad.errors``, ``vlad._version``, ``vlad._lazy`` and
+``vlad._extras``, which import nothing of vlad), and no two parts import each
+other; imports inside functions count."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ FLOORS = {
     "_version": -1,
     "errors": -1,
     "_lazy": -1,
+    "_extras": -1,
     "core": 0,
     "formats": 1,
     "backends": 1,
@@ -32,12 +33,12 @@ FLOORS = {
     "search": 3,
     "estimators": 3,
     "evaluation": 4,
-    "_info": 4,
     "pipeline": 5,
     "pages": 5,
-    "cli": 6,
-    "vlad": 7,
-    "__main__": 8,
+    "_info": 6,
+    "cli": 7,
+    "vlad": 8,
+    "__main__": 9,
 }
 
 
@@ -168,7 +169,7 @@ def test_the_checks_find_what_they_look_for():
 
 
 #: The leaf modules under every floor: they import nothing of vlad.
-LEAVES = ("_version", "errors", "_lazy")
+LEAVES = ("_version", "errors", "_lazy", "_extras")
 
 
 def test_core_imports_no_other_sub_package():

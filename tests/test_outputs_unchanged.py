@@ -92,8 +92,8 @@ COMMANDS = [
         False,
         PIXELS,
     ),
-    ("fit data -k 16 -o codebook.npz", None, False, PIXELS),
-    ("fit desc.npz -k 8 --vocabularies 2 -o codebook2.npz", None, False, FIT),
+    ("fit data --n-clusters 16 -o codebook.npz", None, False, PIXELS),
+    ("fit desc.npz --n-clusters 8 --vocabularies 2 -o codebook2.npz", None, False, FIT),
     ("encode data --codebook codebook.npz -o vectors.npy", None, True, PIXELS),
     (
         "encode desc.npz --codebook codebook.npz -o vectorsfolder --shard-images 3",
@@ -111,25 +111,30 @@ COMMANDS = [
         EXACT_INPUTS,
     ),
     (
-        "search index data --codebook codebook.npz -k 3 -o results.txt",
+        "search index data --codebook codebook.npz --top 3 -o results.txt",
         "search.stdout",
         False,
         PIXELS,
     ),
     (
-        "search index data --codebook codebook.npz -k 3 -o results.json",
+        "search index data --codebook codebook.npz --top 3 -o results.json",
         None,
         False,
         PIXELS,
     ),
     (
-        "search index data --codebook codebook.npz -k 5 --rerank spatial"
+        "search index data --codebook codebook.npz --top 5 --rerank spatial"
         " --database-descriptors desc.npz -o results-spatial.json",
         None,
         False,
         PIXELS,
     ),
-    ("search asmk-index desc.npz -k 3 -o results-asmk.txt", None, True, EXACT_INPUTS),
+    (
+        "search asmk-index desc.npz --top 3 -o results-asmk.txt",
+        None,
+        True,
+        EXACT_INPUTS,
+    ),
 ]
 #: The fast subset fits nothing: it runs on the reference codebook.npz instead.
 FAST_COMMANDS = [command for command in COMMANDS if command[2]]

@@ -7,16 +7,20 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
+import subprocess
 import sys
 import unicodedata
 from urllib.parse import unquote_to_bytes
 
 import numpy as np
 import pytest
+from hostile.makers import png_of_zeros
 from html_pages import HOSTILE_NAMES, parse_page, source_file, write_photo
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vlad._extras import install_command
 from vlad.evaluation import average_precision, evaluate
 from vlad.pages import write_evaluation_page, write_search_page
 from vlad.pages._html import escape, url, visible
@@ -265,6 +269,123 @@ def test_a_changed_image_gets_a_new_thumbnail(tmp_path):
         assert opened.size == (40, 80)
 
 
+def test_a_second_page_beside_the_first_reuses_its_thumbnails(tmp_path):
+    images = tmp_path / "images"
+    for number in range(3):
+        write_photo(images / f"{number}.jpg", (80, 40 + 10 * number))
+    results = SearchResults([hit(["0.jpg", "1.jpg", "2.jpg"], "q")])
+    first = write_search_page(tmp_path / "first.html", results, images=images)
+    second = write_search_page(tmp_path / "second.html", results, images=images)
+    assert first.n_reused == 0 and first.n_thumbnails == 3
+    assert second.n_reused == second.n_thumbnails == 3
+
+    def thumbnails(page: str) -> dict[str, bytes]:
+        folder = tmp_path / f"{page}_files" / "thumbnails"
+        return {path.name: path.read_bytes() for path in folder.iterdir()}
+
+    assert thumbnails("second") == thumbnails("first")
+    # The evaluation report beside them reuses them too.
+    rankings = {"q": ["0.jpg", "1.jpg", "2.jpg"]}
+    truth = {"q": {"relevant": ["1.jpg"]}}
+    report = write_evaluation_page(
+        tmp_path / "report.html",
+        evaluate(rankings, truth),
+        rankings,
+        truth,
+        images=images,
+    )
+    assert report.n_reused == report.n_thumbnails == 3
+
+
+def test_an_image_rewritten_with_its_size_and_time_kept_gets_a_new_thumbnail(
+    tmp_path,
+):
+    # As cp -p or rsync -a can leave it: other pixels, same size, same
+    # modification time. Neither this page's thumbnail nor another page's is
+    # reused.
+    images = tmp_path / "images"
+    images.mkdir()
+    PIL.new("RGB", (40, 30), (250, 0, 0)).save(images / "a.bmp")
+    status = (images / "a.bmp").stat()
+    results = SearchResults([hit(["a.bmp"], "a.bmp")])
+    write_search_page(tmp_path / "first.html", results, images=images)
+    PIL.new("RGB", (40, 30), (0, 0, 250)).save(images / "a.bmp")
+    os.utime(images / "a.bmp", ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert (images / "a.bmp").stat().st_size == status.st_size
+    second = write_search_page(tmp_path / "second.html", results, images=images)
+    assert second.n_reused == 0 and second.n_thumbnails == 1
+    write_search_page(tmp_path / "first.html", results, images=images)
+    for page in ("first", "second"):
+        [thumbnail] = (tmp_path / f"{page}_files" / "thumbnails").iterdir()
+        with PIL.open(thumbnail) as opened:
+            red, _, blue = opened.convert("RGB").getpixel((20, 15))
+        assert blue > 200 and red < 50
+
+
+def test_an_image_of_more_pixels_than_the_limit_is_never_decoded(tmp_path):
+    # A real 13000 x 13000 16-bit RGBA PNG of 1.6 MB: 1.4 GB to decode, more
+    # than the default limit of 2**27 pixels. It is refused from its header.
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "huge.png").write_bytes(png_of_zeros(13000, 13000))
+    write_photo(images / "small.jpg", (60, 40))
+    results = SearchResults([hit(["huge.png", "small.jpg"], "small.jpg")])
+    page = tmp_path / "results.html"
+    report = write_search_page(page, results, images=images, query_images=images)
+    reason = "13000 x 13000 pixels is more than max_pixels=134217728"
+    [(source, problem)] = report.unreadable
+    assert source == images / "huge.png" and problem.startswith(reason)
+    [placeholder] = parse_page(page).find(cls="placeholder")
+    assert placeholder.content() == f"cannot read the image: {problem}"
+    assert report.n_thumbnails == 1 and report.n_placeholders == 1
+    # The limit is the caller's: a JPEG of 60 x 40 is refused beyond 2000.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    report = write_search_page(
+        elsewhere / "results.html",
+        results,
+        images=images,
+        query_images=images,
+        max_pixels=2000,
+    )
+    assert [problem for _, problem in report.unreadable] == [
+        "60 x 40 pixels is more than max_pixels=2000 (raise the limit to read it)",
+        "13000 x 13000 pixels is more than max_pixels=2000 (raise the limit to "
+        "read it)",
+    ]
+    with pytest.raises(ValueError, match="max_pixels must be an integer >= 0"):
+        write_search_page(page, results, images=images, max_pixels=-1)
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status"), reason="reads the peak from /proc"
+)
+def test_a_thumbnail_beyond_the_limit_takes_no_memory(tmp_path):
+    # The peak memory of a process that makes the thumbnail of that PNG:
+    # before the limit applied, Pillow decoded it in 1.36 GB (and 13 s).
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "huge.png").write_bytes(png_of_zeros(13000, 13000))
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from vlad.pages._thumbnails import make_thumbnail\n"
+        "folder = Path(sys.argv[1])\n"
+        "thumbnail = make_thumbnail(folder / 'huge.png', folder, folder)\n"
+        "assert thumbnail.relative is None, thumbnail\n"
+        "status = Path('/proc/self/status').read_text().splitlines()\n"
+        "print(next(line for line in status if line.startswith('VmHWM:')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(images)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    _, peak, unit = done.stdout.split()
+    assert unit == "kB" and int(peak) < 300 * 1024
+
+
 def test_thumbnails_are_upright_and_no_larger_than_160_pixels(tmp_path):
     images = tmp_path / "images"
     images.mkdir()
@@ -315,7 +436,7 @@ def test_without_pillow_the_page_says_what_to_install(tmp_path, monkeypatch, res
     ]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "PIL", None)
-    with pytest.raises(ImportError, match=r"pip install 'vlad-toolkit\[html\]'"):
+    with pytest.raises(ImportError, match=re.escape(install_command("html"))):
         write_search_page(tmp_path / "results.html", results)
     assert not (tmp_path / "results.html").exists()
 

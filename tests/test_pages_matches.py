@@ -6,6 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from hostile.makers import png_of_size
 from html_pages import parse_page, source_file
 from photos import DATA, FAST_OPTIONS
 
@@ -88,6 +89,20 @@ def test_a_picture_of_another_suffix_or_an_unreadable_image_is_refused(tmp_path)
     assert not (tmp_path / "m.png").exists()
 
 
+def test_an_image_beyond_the_pixel_limit_is_refused_before_decoding(tmp_path):
+    # A header-only fake: decoded, it fails otherwise ("cannot decode").
+    huge = tmp_path / "huge.png"
+    huge.write_bytes(png_of_size(20000, 20000))
+    with pytest.raises(ImageReadError, match="20000 x 20000 pixels is more than"):
+        write_matches_picture(huge, DATA / "coffee.jpg", tmp_path / "m.png")
+    small = {"max_pixels": 1000, **FAST_OPTIONS}
+    with pytest.raises(ImageReadError, match="max_pixels=1000"):
+        write_matches_picture(
+            DATA / "coffee.jpg", huge, tmp_path / "m.png", descriptor_options=small
+        )
+    assert not (tmp_path / "m.png").exists()
+
+
 def test_the_search_page_links_each_verified_hit_to_its_picture(tmp_path):
     queries = tmp_path / "queries"
     queries.mkdir()
@@ -146,6 +161,25 @@ def test_the_search_page_links_each_verified_hit_to_its_picture(tmp_path):
         descriptor_sets=(query_sets, database),
     )
     assert {path: path.stat().st_mtime_ns for path in pictures} == pictures
+    # A page beside it links the same pictures, unchanged.
+    beside = write_search_page(
+        tmp_path / "again.html",
+        results,
+        images=DATA,
+        query_images=queries,
+        descriptor_sets=(query_sets, database),
+    )
+    again = {
+        path.name: path.read_bytes()
+        for path in (tmp_path / "again_files" / "matches").iterdir()
+    }
+    assert beside.n_matches == report.n_matches
+    assert again == {path.name: path.read_bytes() for path in pictures}
+    assert all(  # linked, not copied
+        (tmp_path / "again_files" / "matches" / path.name).stat().st_ino
+        == path.stat().st_ino
+        for path in pictures
+    )
 
 
 def test_the_caption_is_written_over_the_query_images_top_left_only():

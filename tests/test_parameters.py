@@ -23,6 +23,8 @@ from vlad.core._parameters import (
 )
 from vlad.estimators._parameters import constraints
 from vlad.images._detectors import DETECTORS
+from vlad.images._extractors import FEATURES
+from vlad.images._learned import LEARNED_EXTRACTORS, LEARNED_PARAMETERS
 from vlad.images._sift import DESCRIPTOR_PARAMETERS
 
 PHOTO = "data/chelsea.jpg"
@@ -40,6 +42,10 @@ def fit_codebook(**settings):
 
 def extract(**settings):
     vlad.extract_images(PHOTO, settings, n_jobs=1)
+
+
+def extract_learned(**settings):
+    vlad.extract_images(PHOTO, {"features": "aliked", **settings}, n_jobs=1)
 
 
 def fit_encoder(**settings):
@@ -72,6 +78,17 @@ CALLERS = {
 CALLERS["n_clusters"] = (fit_codebook, fit_encoder, ["fit"], CALLERS["n_clusters"][3])
 CALLERS["sample"] = (fit_codebook, fit_encoder, ["fit"], CALLERS["sample"][3])
 CALLERS["reduce_jpeg"] = (extract, None, ["extract"], CALLERS["reduce_jpeg"][3])
+# The functions and the command line take learned features too; the SIFT
+# estimator OpenCV's alone (see test_the_sift_estimator_takes_opencvs_features).
+CALLERS["features"] = (extract, None, ["extract"], FEATURES)
+# The learned features' own options; "model" is the library's alone.
+CALLERS.update(
+    {
+        parameter.name: (extract_learned, None, ["extract"], parameter)
+        for parameter in LEARNED_PARAMETERS
+        if parameter.name in ("detection_threshold", "batch_size")
+    }
+)
 #: The command line's name of each option, where it is not --NAME.
 FLAGS = {"n_nearest": "--nearest"}
 #: Everything a command needs besides the option under test; click stops at
@@ -152,9 +169,19 @@ def test_a_bad_value_gets_one_message_everywhere(name, data):
 def test_the_choices_are_the_registries():
     specified = {parameter.name: parameter for parameter in DESCRIPTOR_PARAMETERS}
     assert set(specified["features"].choices) == set(DETECTORS)
+    assert set(FEATURES.choices) == set(DETECTORS) | set(LEARNED_EXTRACTORS)
     backends = {parameter.name: parameter for parameter in KMEANS_PARAMETERS}
     assert set(backends["backend"].choices) == {"auto", *KMEANS_BACKENDS}
     assert vlad.core._nearest.ASSIGNMENTS == ("hard", "multiple", "soft")
+
+
+def test_the_sift_estimator_takes_opencvs_features():
+    with pytest.raises(InvalidParameterError) as raised:
+        fit_extractor(features="aliked")
+    assert str(raised.value) == (
+        "The 'features' parameter of SIFTExtractor must be one of ['akaze', 'orb', "
+        "'sift']. Got 'aliked' instead."
+    )
 
 
 @pytest.mark.parametrize(

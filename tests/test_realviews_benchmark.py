@@ -29,7 +29,7 @@ from benchmarks.realviews.build import (
 )
 from benchmarks.realviews.page import merge_records, render_page
 from benchmarks.realviews.run import (
-    LIBRARY_VERIFICATION,
+    LIBRARY_MATCHING,
     VARIANTS,
     Prepared,
     Variant,
@@ -47,8 +47,7 @@ from benchmarks.realviews.run import (
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
 from vlad.evaluation import evaluate
-from vlad.search._reranking import rerank_spatially
-from vlad.search._spatial import MIN_INLIERS, spatial_rerank
+from vlad.search import VERIFICATION_PRESETS, rerank_spatially, spatial_rerank
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
 pytestmark = pytest.mark.benchmarks
@@ -672,7 +671,9 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(
         asmk_words=8,
         verification=verification,
     )
-    min_inliers = verification.get("min_inliers", MIN_INLIERS)
+    min_inliers = verification.get(
+        "min_inliers", VERIFICATION_PRESETS["sift"].min_inliers
+    )
     index = index_asmk(scene, binary=False)
     # ASMK of 8 words ranks these made-up images poorly: verify them all, or
     # (reverify) half of them and then the second search's next half.
@@ -717,11 +718,11 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(
 
 
 def test_verification_settings_reach_and_name_the_variants_that_use_them(prepared):
-    settings = {"matching": "mutual", "min_inliers": 8, "max_keypoints": None}
+    settings = {"matching": "mutual", "min_inliers": 8, "max_keypoints": 0}
     changed = dataclasses.replace(prepared, verification=settings)
     row = run_variant(changed, "spatial-20")
     assert row["variant"] == "spatial-20-mutual-min8-kpall"
-    assert "verification with matching mutual" in row["description"]
+    assert "but with matching mutual" in row["description"]
     indexed = VARIANTS["spatial-20"].setup(changed)
     # The settings reach the library: its own re-ranking, called with them.
     results = indexed.index.search(
@@ -855,12 +856,12 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
     assert record["settings"]["verification"] == {
         "ratio": 0.9,
         "min_inliers": 9,
-        "max_keypoints": None,
+        "max_keypoints": 0,
     }
     assert [row["variant"] for row in record["variants"]] == [
         "asmk-16-spatial-20-ratio0.9-min9-kpall"
     ]
-    # The library's defaults are left out, and the name stays.
+    # Settings not given are left to the library, and the name stays.
     assert run_main([*arguments, "--json", str(tmp_path / "plain.json")]) == 0
     plain = json.loads((tmp_path / "plain.json").read_text())
     assert plain["settings"]["verification"] == {}
@@ -892,7 +893,7 @@ def test_verification_settings_the_library_refuses_stop_the_run_first(
 
 def test_an_unused_ratio_is_left_out_of_the_settings():
     mutual = argparse.Namespace(
-        matching="mutual", ratio=0.9, min_inliers=12, verify_keypoints=1024
+        matching="mutual", ratio=0.9, min_inliers=None, verify_keypoints=None
     )
     assert verification_settings(mutual) == {"matching": "mutual"}
     assert verification_settings(
@@ -900,8 +901,49 @@ def test_an_unused_ratio_is_left_out_of_the_settings():
     ) == {"ratio": 0.9}
 
 
-def test_the_runner_s_library_settings_are_the_library_s_defaults():
+def test_the_runner_s_matching_is_the_library_s():
     defaults = inspect.signature(rerank_spatially).parameters
-    assert LIBRARY_VERIFICATION == {
-        key: defaults[key].default for key in LIBRARY_VERIFICATION
-    }
+    assert LIBRARY_MATCHING == defaults["matching"].default
+    assert all(
+        defaults[key].default is None
+        for key in ("depth", "ratio", "min_inliers", "max_keypoints")
+    )
+
+
+def test_verification_suits_the_descriptors_record(prepared):
+    """Descriptors recorded as ALIKED's verify with ALIKED's settings, as
+    ``vlad search`` would: the same rankings as the library called with them,
+    and the variant keeps its name; the same settings given keep it too."""
+    sets = prepared.descriptors
+    aliked = dataclasses.replace(
+        prepared,
+        descriptors=vlad.DescriptorSets(
+            sets.descriptors,
+            sets.offsets,
+            sets.names,
+            {"extractor": "aliked", "model": "aliked-n16"},
+            keypoints=sets.keypoints,
+        ),
+    )
+    assert aliked.preset.name == "aliked" and aliked.min_inliers == 12
+    row = run_variant(aliked, "spatial-20")
+    assert row["variant"] == "spatial-20"
+    assert "as suits aliked" in row["description"]
+    indexed = VARIANTS["spatial-20"].setup(aliked)
+    results = indexed.index.search(
+        indexed.query_vectors, indexed.index.n_images, query_names=aliked.queries
+    )
+    explicit = rerank_spatially(
+        results,
+        aliked.descriptors,
+        aliked.descriptors,
+        depth=20,
+        ratio=0.9,
+        min_inliers=12,
+        max_keypoints=1024,
+    )
+    assert search_index(aliked, indexed, depth=20) == explicit.rankings()
+    given = dataclasses.replace(aliked, verification={"ratio": 0.9})
+    assert run_variant(given, "spatial-20")["variant"] == "spatial-20"
+    old = dataclasses.replace(aliked, verification={"ratio": 0.8, "min_inliers": 20})
+    assert run_variant(old, "spatial-20")["variant"] == "spatial-20-ratio0.8-min20"

@@ -74,6 +74,8 @@ def test_bad_capacities_are_refused(bad):
         DescriptorReservoir(bad, 1)
 
 
+# Fits twice; test_a_sampled_stream_is_reproducible_and_bounded is the default run's.
+@pytest.mark.slow
 def test_a_stream_within_the_sample_fits_as_all_descriptors(photo_sets):
     streamed, _ = vlad.fit_codebook_to_images(
         DATA, 8, descriptor_options=FAST_OPTIONS, n_jobs=2

@@ -200,7 +200,10 @@ def test_a_loaded_index_grows_and_saves_again(tmp_path):
 
 def test_save_refuses_to_replace_without_overwrite(tmp_path):
     build_index(np.eye(2)).save(tmp_path / "index")
-    with pytest.raises(FileExistsError, match="pass overwrite"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"exists; pass overwrite=True \(--overwrite\) to replace it$",
+    ):
         build_index(np.eye(3)).save(tmp_path / "index")
     assert load_index(tmp_path / "index").n_features == 2
     build_index(np.eye(3)).save(tmp_path / "index", overwrite=True)
@@ -236,6 +239,13 @@ def edit_record(folder, **changes):
     (folder / "index.json").write_text(json.dumps(record))
 
 
+def as_written_by_0_4(folder):
+    """The index's record without the checksums of its files (vlad 0.4's)."""
+    record = json.loads((folder / "index.json").read_text())
+    del record["checksums"]
+    (folder / "index.json").write_text(json.dumps(record))
+
+
 def test_an_index_written_by_a_newer_vlad_is_refused(tmp_path):
     build_index(np.eye(2)).save(tmp_path / "index")
     edit_record(tmp_path / "index", format_version=2)
@@ -247,7 +257,17 @@ def test_an_index_written_by_a_newer_vlad_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda folder: (folder / "names.json").write_text('["a"]'), "files disagree"),
+        (
+            lambda folder: (folder / "names.json").write_text('["a"]'),
+            "names.json is not the file index.json records",
+        ),
+        (
+            lambda folder: (
+                as_written_by_0_4(folder),
+                (folder / "names.json").write_text('["a"]'),
+            ),
+            "files disagree",
+        ),
         (lambda folder: (folder / "names.json").unlink(), "no names.json"),
         (lambda folder: (folder / "index.json").write_text("{"), "is damaged"),
         (lambda folder: (folder / "index.json").write_text("[]"), "a JSON list"),

@@ -100,5 +100,9 @@ def test_a_run_of_other_settings_keeps_nothing(tmp_path):
 
 def test_an_existing_folder_is_not_replaced_without_resume(tmp_path):
     run(Squares(), tmp_path / "s")
-    with pytest.raises(FileExistsError, match="pass overwrite"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"exists; pass overwrite=True \(--overwrite\) to replace it or "
+        r"resume=True \(--resume\) to finish it$",
+    ):
         run(Squares(), tmp_path / "s")

@@ -100,7 +100,10 @@ def test_undecodable_names_round_trip_in_names_txt(tmp_path):
 def test_a_folder_without_its_manifest_is_never_read(codebook, tmp_path):
     encode_images_to_folder(DATA, codebook, tmp_path / "v", shard_images=3)
     (tmp_path / "v" / MANIFEST_NAME).unlink()
-    with pytest.raises(ValueError, match="no manifest.json .*--resume"):
+    with pytest.raises(
+        ValueError,
+        match=r"no manifest.json .*resume it with resume=True or --resume\)$",
+    ):
         vlad.load_vectors(tmp_path / "v")
 
 
@@ -136,7 +139,11 @@ def test_shards_of_another_run_are_never_mixed_in(codebook, tmp_path):
 
 def test_folders_are_replaced_only_when_asked(codebook, tmp_path):
     encode_images_to_folder(DATA, codebook, tmp_path / "v", shard_images=3)
-    with pytest.raises(FileExistsError, match="pass overwrite"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"exists; pass overwrite=True \(--overwrite\) to replace it or "
+        r"resume=True \(--resume\) to finish it$",
+    ):
         encode_images_to_folder(DATA, codebook, tmp_path / "v")
     replaced = encode_images_to_folder(DATA, codebook, tmp_path / "v", overwrite=True)
     assert len(replaced.blocks) == 1

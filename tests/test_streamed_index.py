@@ -79,7 +79,10 @@ def test_a_faiss_index_trained_on_all_equals_one_built_in_memory(
 def test_an_existing_index_is_replaced_only_when_asked(shards_folder, tmp_path):
     folder, _, _ = shards_folder
     index_shards(folder, tmp_path / "a")
-    with pytest.raises(FileExistsError, match="pass overwrite"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"exists; pass overwrite=True \(--overwrite\) to replace it$",
+    ):
         index_shards(folder, tmp_path / "a")
     index_shards(folder, tmp_path / "a", overwrite=True)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a"]

@@ -7,7 +7,8 @@ The pipeline on descriptors in memory (:mod:`vlad.core`): descriptor sets
 (:func:`aggregate`, :data:`AGGREGATORS`),
 normalisation (:func:`normalize`), and all of them at once (:func:`encode`,
 set by :class:`EncodingOptions`). From images (:mod:`vlad.images`): SIFT
-descriptors (:func:`extract_sift`, :class:`SiftOptions`); from whole folders
+descriptors (:func:`extract_sift`, :class:`SiftOptions`) or learned ones
+(:class:`LearnedOptions`: ALIKED, by kornia); from whole folders
 (:mod:`vlad.pipeline`): :func:`extract_images`, :func:`fit_codebook_to_images`,
 :func:`encode_images`, :func:`adapt_codebook_to_images`,
 :func:`fit_vocabularies_to_images`.
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from vlad.estimators._sift_extractor import SIFTExtractor
     from vlad.formats._vectors import load_vectors, save_vectors
     from vlad.images._files import ImageReadError, find_images, read_image
+    from vlad.images._learned import LearnedOptions
     from vlad.images._sift import SiftOptions, extract_sift, root_sift
     from vlad.pipeline import (
         BatchReport,
@@ -71,6 +73,7 @@ __all__ = [
     "FeatureExtractor",
     "ImageReadError",
     "JaxEncoder",
+    "LearnedOptions",
     "SIFTExtractor",
     "SiftOptions",
     "VladError",
@@ -142,6 +145,7 @@ _EXPORTS = {
     "ImageReadError": "vlad.images._files",
     "find_images": "vlad.images._files",
     "read_image": "vlad.images._files",
+    "LearnedOptions": "vlad.images._learned",
     "SiftOptions": "vlad.images._sift",
     "extract_sift": "vlad.images._sift",
     "root_sift": "vlad.images._sift",

@@ -1,5 +1,6 @@
-"""What a vlad file holds: a codebook, descriptor sets, VLAD vectors, an index
-folder or search results."""
+"""What a vlad file holds: a codebook, descriptor sets, VLAD vectors (and
+their names and record beside them), an index folder (VLAD or ASMK), search
+results, an evaluation, a page and its folder, or a picture."""
 
 from __future__ import annotations
 
@@ -23,8 +24,17 @@ from vlad.errors import VladError
 from vlad.formats._descriptor_shards import open_descriptor_shards
 from vlad.formats._hloc import HDF5_SUFFIXES, hloc_file_kind, open_local_features
 from vlad.formats._hloc_global import read_global_features
+from vlad.formats._names import names_from_lines
 from vlad.formats._shards import MANIFEST_NAME, is_shard_folder, open_shards
-from vlad.formats._vectors import load_vectors, vector_file_paths
+from vlad.formats._vectors import NAMES_SUFFIX, load_vectors, vector_file_paths
+from vlad.images._files import IMAGE_EXTENSIONS
+from vlad.images._headers import read_header
+from vlad.pages._describe import (
+    PAGE_SUFFIXES,
+    describe_page,
+    describe_page_folder,
+    is_page_folder,
+)
 
 __all__ = ["describe_file"]
 
@@ -41,34 +51,46 @@ _VECTOR_RECORD_FIELDS = (
     "empty",
 )
 
+#: Bytes of an image read for its header: its size comes before its pixels,
+#: after metadata (EXIF, ICC profiles) of at most a few hundred kilobytes.
+_IMAGE_HEADER_BYTES = 4 << 20
+
 
 def describe_file(path: str | os.PathLike) -> dict:
-    """A JSON-serialisable summary of a codebook, descriptors, vectors, index
-    or search results file.
+    """A JSON-serialisable summary of any file or folder vlad writes.
 
     Parameters
     ----------
     path : path-like
         A codebook or descriptor sets ``.npz`` (from :meth:`Codebook.save`,
         :meth:`DescriptorSets.save` or the ``vlad`` command), a vectors ``.npy``
-        with its record (see :mod:`vlad.formats._vectors`), a folder of vector
-        shards (see :mod:`vlad.formats._shards`), any other ``.npy``, an index
-        folder (from :meth:`vlad.search.VectorIndex.save`), search results
-        (``.json``, ``.csv`` or pairs ``.txt``, from
-        :meth:`vlad.search.SearchResults.write`) or hloc's local or global
+        with its record (see :mod:`vlad.formats._vectors`), or that record
+        (``.json``) or names (``.names.txt``) beside it, a folder of vector
+        or descriptor shards (see :mod:`vlad.formats._shards`), any other
+        ``.npy``, an index folder (from :meth:`vlad.search.VectorIndex.save`
+        or :meth:`vlad.search.ASMKIndex.save`), search results (``.json``,
+        ``.csv`` or pairs ``.txt``, from
+        :meth:`vlad.search.SearchResults.write`), an evaluation (``.json``,
+        from :meth:`vlad.evaluation.Evaluation.write`), a page (``.html``,
+        from :func:`vlad.pages.write_search_page` or
+        :func:`vlad.pages.write_evaluation_page`) or its folder, an image
+        (a picture of matches, a thumbnail), or hloc's local or global
         features ``.h5`` (see :mod:`vlad.formats._hloc`).
 
     Returns
     -------
     dict
         ``"file"``, ``"kind"`` (``"codebook"``, ``"descriptor sets"``,
-        ``"vectors"``, ``"array"``, ``"index"`` or ``"search results"``),
-        shapes and dtypes, and the file's record
-        of how it was made. Descriptor sets that keep keypoint positions have
-        ``"keypoints"``: their fields (``["x", "y", "size", "angle"]``). What
-        vlad computes (the file, its kind, shapes, the fingerprint) is never
-        replaced by what the file's record says. Only what the summary needs
-        is read: descriptor sets' descriptors are not, whatever their size.
+        ``"vectors"``, ``"vectors record"``, ``"vector names"``,
+        ``"array"``, ``"index"``, ``"asmk index"``, ``"search results"``,
+        ``"evaluation"``, ``"search page"``, ``"evaluation report"``,
+        ``"page folder"`` or ``"image"``), shapes and dtypes, and the file's
+        record of how it was made. Descriptor sets that keep keypoint
+        positions have ``"keypoints"``: their fields (``["x", "y", "size",
+        "angle"]``). What vlad computes (the file, its kind, shapes, the
+        fingerprint) is never replaced by what the file's record says. Only
+        what the summary needs is read: descriptor sets' descriptors are not,
+        whatever their size, nor an image's pixels.
 
     Raises
     ------
@@ -89,7 +111,9 @@ def describe_file(path: str | os.PathLike) -> dict:
     """
     path = Path(path)
     if (path / "index.json").is_file():
-        return _describe_index(path)
+        return _describe_index_folder(path)
+    if is_page_folder(path):
+        return describe_page_folder(path)
     if is_shard_folder(path):
         return _describe_folder(path)
     if not path.is_file():
@@ -111,13 +135,169 @@ def describe_file(path: str | os.PathLike) -> dict:
         return _describe_npy(path)
     if suffix in HDF5_SUFFIXES:
         return _describe_hloc(path)
-    if suffix in (".json", ".csv", ".txt"):
+    if suffix == ".json":
+        return _describe_json(path)
+    if path.name.lower().endswith(NAMES_SUFFIX):
+        return _describe_names(path)
+    if suffix in (".csv", ".txt"):
         return _describe_results(path)
+    if suffix in PAGE_SUFFIXES:
+        return describe_page(path)
+    if suffix in IMAGE_EXTENSIONS:
+        return _describe_image(path)
     raise VladError(
         f"{path} is not a vlad file: expected a codebook or descriptor sets .npz, "
-        "a vectors .npy, an index folder, search results (.json, .csv, .txt) or "
-        "hloc's features .h5"
+        "a vectors .npy (or its .json or .names.txt), an index folder, search "
+        "results (.json, .csv, .txt), an evaluation .json, a page .html, an "
+        "image or hloc's features .h5"
     )
+
+
+def _describe_index_folder(path: Path) -> dict:
+    """A VLAD or an ASMK index folder, told by its ``index.json``."""
+    from vlad.search._asmk_files import FORMAT as ASMK_FORMAT
+
+    try:
+        kind = json.loads((path / "index.json").read_bytes()).get("format")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        kind = None
+    if kind == ASMK_FORMAT:
+        return _describe_asmk_index(path)
+    return _describe_index(path)
+
+
+def _describe_asmk_index(path: Path) -> dict:
+    """An ASMK index folder, as :func:`vlad.search.load_asmk_index` reads it
+    (its inverted file mapped, not read)."""
+    from vlad.search._asmk_files import load_asmk_index
+
+    index = load_asmk_index(path, mmap=True)
+    return {
+        "file": str(path),
+        "kind": "asmk index",
+        "kernel": index.kernel,
+        "n_images": index.n_images,
+        "n_empty": index.n_empty,
+        "n_words": index.n_words,
+        "n_features": index.n_features,
+        "n_entries": index.n_entries,
+        "bytes_per_entry": index.bytes_per_entry,
+        "alpha": index.alpha,
+        "threshold": index.threshold,
+        "idf": index.idf,
+        "multiple_assignment": index.default_multiple_assignment,
+        "codebook": {
+            "fingerprint": index.codebook.fingerprint,
+            "n_clusters": index.codebook.n_clusters,
+        },
+        "source": index.source,
+    }
+
+
+def _describe_json(path: Path) -> dict:
+    """A JSON file vlad writes, told by its ``format``: search results, an
+    evaluation, the record beside vectors, or the record of a folder (an
+    index's ``index.json``, shards' ``manifest.json``: the folder's summary)."""
+    from vlad.evaluation._scoring import FORMAT as EVALUATION_FORMAT
+    from vlad.search._results import FORMAT as RESULTS_FORMAT
+
+    try:
+        document = json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as error:
+        raise VladError(f"{path} is not a vlad file: not JSON ({error})") from None
+    if not isinstance(document, dict):
+        document = {}
+    kind = document.get("format")
+    if kind == RESULTS_FORMAT:
+        return _describe_results(path)
+    if kind == EVALUATION_FORMAT:
+        return _describe_evaluation(path, document)
+    if path.name == "index.json" and (path.parent / "names.json").is_file():
+        return _describe_index_folder(path.parent)
+    if path.name == MANIFEST_NAME and is_shard_folder(path.parent):
+        return _describe_folder(path.parent)
+    checksums = document.get("checksums")
+    if (
+        kind == "vlad vectors"
+        or (isinstance(checksums, dict) and "vectors" in checksums)
+        or path.with_suffix(".npy").is_file()
+    ):
+        return _describe_vectors_record(path, document)
+    raise VladError(
+        f"{path} is not a vlad file: a JSON file that is not search results, an "
+        "evaluation or the record of vectors or of an index"
+    )
+
+
+def _describe_vectors_record(path: Path, record: dict) -> dict:
+    """The record beside a vectors ``.npy``: the vectors' summary when they
+    are there, else what the record says."""
+    vectors_path = path.with_suffix(".npy")
+    summary = {"file": str(path), "kind": "vectors record", "vectors_file": None}
+    if vectors_path.is_file():
+        vectors = _describe_npy(vectors_path)
+        summary["vectors_file"] = str(vectors_path)
+        return summary | {k: v for k, v in vectors.items() if k not in summary}
+    if isinstance(record.get("shape"), list):
+        summary["shape"] = record["shape"]
+    for field in _VECTOR_RECORD_FIELDS:
+        if field in record:
+            summary[field] = record[field]
+    return summary
+
+
+def _describe_names(path: Path) -> dict:
+    """The ``.names.txt`` beside a vectors ``.npy``: one image name a line."""
+    names = names_from_lines(path.read_bytes())
+    vectors_path = path.with_name(path.name[: -len(NAMES_SUFFIX)] + ".npy")
+    summary = {
+        "file": str(path),
+        "kind": "vector names",
+        "n_names": len(names),
+        "n_distinct": len(set(names)),
+        "vectors_file": str(vectors_path) if vectors_path.is_file() else None,
+    }
+    if vectors_path.is_file():
+        array = read_numpy_file(vectors_path, "vlad vectors file", mmap=True)
+        if isinstance(array, np.ndarray) and array.ndim == 2:
+            summary["n_vectors"] = int(array.shape[0])
+    return summary
+
+
+def _describe_evaluation(path: Path, document: dict) -> dict:
+    """An evaluation written by ``vlad evaluate --json``: what was scored and
+    the means."""
+    per_query = document.get("per_query")
+    return {
+        "file": str(path),
+        "kind": "evaluation",
+        "results": document.get("results"),
+        "ground_truth": document.get("ground_truth"),
+        "ground_truth_kind": document.get("ground_truth_kind"),
+        "n_queries": len(per_query) if isinstance(per_query, dict) else None,
+        "mean": document.get("mean"),
+        "tags": sorted(document.get("by_tag") or {}),
+        "notes": document.get("notes", []),
+    }
+
+
+def _describe_image(path: Path) -> dict:
+    """An image (a picture of matches, a thumbnail): its format and size, read
+    from its header, never decoded."""
+    with open(path, "rb") as handle:
+        start = handle.read(_IMAGE_HEADER_BYTES)
+    try:
+        header = read_header(start)
+    except ValueError as error:
+        raise VladError(f"{path} is not a vlad file: {error}") from None
+    return {
+        "file": str(path),
+        "kind": "image",
+        "format": header.format,
+        "width": header.width,
+        "height": header.height,
+        "n_bytes": path.stat().st_size,
+    }
 
 
 def _describe_index(path: Path) -> dict:
@@ -159,6 +339,7 @@ def _describe_results(path: Path) -> dict:
         "n_results": sum(lengths),
         "most_per_query": max(lengths, default=0),
         "n_found_nothing": lengths.count(0),
+        "found_nothing": [query for query, names in rankings.items() if not names],
     }
     if summary["format"] == "json":
         document = json.loads(path.read_bytes())
@@ -230,7 +411,7 @@ def _describe_descriptor_sets(path: Path) -> dict:
     """Descriptor sets from their record, offsets and the header of their
     descriptors: never the descriptors themselves."""
     kind = "descriptor sets"
-    arrays, record = read_record_archive(path, kind, ("offsets",))
+    arrays, record = read_record_archive(path, kind, ("offsets", "names"))
     check_format_version(path, record, f"vlad {kind} file", FORMAT_VERSION)
     shape, dtype = npz_member_header(path, f"vlad {kind} file", "descriptors")
     if len(shape) != 2:
@@ -258,8 +439,17 @@ def _describe_descriptor_sets(path: Path) -> dict:
             "max": int(lengths.max(initial=0)),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
+        "empty": _empty_names(arrays["names"].tolist(), lengths),
         "descriptor": record.get("descriptor", {}),
     }
+
+
+def _empty_names(names, lengths: np.ndarray) -> list[str]:
+    """The names of the images without descriptors (``lengths`` 0)."""
+    if not isinstance(names, list) or len(names) != len(lengths):
+        raise VladError("descriptor sets whose names do not match their images")
+    pairs = zip(names, lengths, strict=True)
+    return [str(name) for name, length in pairs if not length]
 
 
 def _is_descriptor_manifest(path: Path) -> bool:
@@ -291,6 +481,7 @@ def _describe_descriptor_folder(path: Path) -> dict:
             "max": int(lengths.max(initial=0)),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
+        "empty": _empty_names(shards.names, lengths),
         "n_shards": shards.n_shards,
         "descriptor": shards.metadata,
     }
@@ -331,6 +522,7 @@ def _describe_hloc(path: Path) -> dict:
             "max": int(lengths.max()),
         },
         "n_empty": int(np.count_nonzero(lengths == 0)),
+        "empty": _empty_names(features.names, lengths),
         "descriptor": features.metadata,
     }
 

@@ -27,8 +27,10 @@ kept in ``--codebook-cache`` and loaded by later runs; their searches
 assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
 words. The variants that verify as ``vlad search --rerank spatial`` does
 take its ``--matching``, ``--ratio``, ``--min-inliers`` and
-``--verify-keypoints`` (their names then carry the settings that differ from
-the library's defaults, e.g. ``asmk-spatial-50-ratio0.95-min20``); vlad 0.4's
+``--verify-keypoints``; those not given suit the descriptors, as ``vlad
+search`` chooses them (:func:`vlad.search.verification_preset`: SIFT's or
+ALIKED's), and the variants' names carry the settings given that differ
+from them (e.g. ``asmk-spatial-50-ratio0.8-min12`` on ALIKED's); vlad 0.4's
 verification keeps its own. Each variant's rankings (the whole database, best
 first) are scored by :func:`vlad.evaluation.evaluate`: mAP (revisitop's),
 Recall@1, @5 and @10, overall and per tag (tier and family), and the
@@ -67,11 +69,20 @@ from vlad.core._files import atomic_write
 from vlad.core._validation import check_positive_int
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
 from vlad.formats._descriptor_files import read_descriptor_file
-from vlad.search import QueryExpansion, VectorIndex, build_index
-from vlad.search._asmk import ASMKIndex, build_asmk_index
-from vlad.search._matching import LOWE_RATIO, matcher
-from vlad.search._reranking import rerank_spatially
-from vlad.search._spatial import MAX_KEYPOINTS, MIN_INLIERS, spatial_rerank
+from vlad.search import (
+    ASMKIndex,
+    QueryExpansion,
+    VectorIndex,
+    VerificationPreset,
+    VerificationSettings,
+    build_asmk_index,
+    build_index,
+    expand_verified,
+    rerank_spatially,
+    spatial_rerank,
+    verification_preset,
+)
+from vlad.search._matching import matcher
 from vlad.search._spatial import _check_max_keypoints as check_max_keypoints
 
 __all__ = [
@@ -96,26 +107,19 @@ ASMK_WORDS = 4096
 #: default).
 SAMPLE = 100_000
 #: Verified images (besides the query) whose descriptors join the query's in
-#: the ``-qe`` variants' second search.
-EXPANDED_IMAGES = 10
-#: vlad 0.4's spatial verification: Lowe's ratio test (brute-force matches of
-#: every keypoint), an affine transform by RANSAC, 8 inliers.
+#: the ``-qe`` variants' second search: the library's default.
+EXPANDED_IMAGES = expand_verified.__kwdefaults__["images"]
+#: vlad 0.4's spatial verification: Lowe's ratio test at 0.8 (brute-force
+#: matches of every keypoint), an affine transform by RANSAC, 8 inliers.
 SPATIAL_04 = {
     "matching": "ratio",
+    "ratio": 0.8,
     "model": "affine",
     "min_inliers": 8,
-    "max_keypoints": None,
+    "max_keypoints": 0,
 }
-
-
-#: The library's verification settings, which :attr:`Prepared.verification`
-#: changes (``vlad search --rerank spatial``'s defaults).
-LIBRARY_VERIFICATION = {
-    "matching": "mutual+ratio",
-    "ratio": LOWE_RATIO,
-    "min_inliers": MIN_INLIERS,
-    "max_keypoints": MAX_KEYPOINTS,
-}
+#: The matching of ``vlad search --rerank spatial``.
+LIBRARY_MATCHING = "mutual+ratio"
 
 
 @dataclass
@@ -146,10 +150,11 @@ class Prepared:
         A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
         fitted and saved there once, loaded afterwards.
     verification : dict
-        Settings of :func:`vlad.search.spatial_rerank` (``matching``,
-        ``ratio``, ``min_inliers``, ``max_keypoints``) for the variants that
-        verify as ``vlad search --rerank spatial`` does; empty for the library's
-        defaults. vlad 0.4's verification (``spatial-0.4-N``) keeps its own.
+        Settings of :func:`vlad.search.rerank_spatially` (``matching``,
+        ``ratio``, ``min_inliers``, ``max_keypoints``, 0 for every keypoint)
+        for the variants that verify as ``vlad search --rerank spatial``
+        does; those left out suit the descriptors (:attr:`preset`). vlad
+        0.4's verification (``spatial-0.4-N``) keeps its own.
     asmk_codebook_record : dict
         How the ASMK vocabulary came (``path``, ``fitted``) and its fit's wall
         and CPU seconds (``fit_seconds``, ``fit_cpu_seconds``, those of the
@@ -273,9 +278,15 @@ class Prepared:
         return self._vectors[key]
 
     @property
+    def preset(self) -> VerificationPreset:
+        """The verification settings that suit the descriptors, as ``vlad
+        search`` chooses them from their record."""
+        return verification_preset(self.descriptors.metadata)
+
+    @property
     def min_inliers(self) -> int:
         """Inliers that verify an image in the variants' verification."""
-        return self.verification.get("min_inliers", MIN_INLIERS)
+        return self.verification.get("min_inliers", self.preset.settings.min_inliers)
 
     def query_rows(self) -> np.ndarray:
         """Rows of :attr:`descriptors` of the queries, in :attr:`queries`' order."""
@@ -342,28 +353,37 @@ def vocabulary_name(
     return name.replace("asmk", prefix, 1)
 
 
-def verification_name(name: str, verification: Mapping[str, Any]) -> str:
+def verification_name(
+    name: str, verification: Mapping[str, Any], preset: VerificationSettings
+) -> str:
     """``name`` of a variant that verifies as ``vlad search`` does, run with
-    ``verification``'s settings instead of the library's defaults: itself
-    followed by those that differ (``-mutual``, ``-ratio0.95``, ``-min20``,
-    ``-kp2048``, ``-kpall``). Other variants keep their names.
+    ``verification``'s settings instead of those that suit the descriptors
+    (``preset``): itself followed by those that differ (``-mutual``,
+    ``-ratio0.95``, ``-min20``, ``-kp2048``, ``-kpall``). Other variants keep
+    their names.
 
     Examples
     --------
+    >>> from vlad.search import VERIFICATION_PRESETS
+    >>> sift = VERIFICATION_PRESETS["sift"]
     >>> mutual = {"matching": "mutual", "min_inliers": 20}
-    >>> verification_name("asmk-spatial-50-qe", mutual)
+    >>> verification_name("asmk-spatial-50-qe", mutual, sift)
     'asmk-spatial-50-qe-mutual-min20'
-    >>> verification_name("spatial-0.4-20", {"matching": "mutual"})
+    >>> verification_name("spatial-0.4-20", {"matching": "mutual"}, sift)
     'spatial-0.4-20'
-    >>> verification_name("spatial-20", {"max_keypoints": None, "ratio": 0.95})
+    >>> verification_name("spatial-20", {"max_keypoints": 0, "ratio": 0.95}, sift)
     'spatial-20-ratio0.95-kpall'
+    >>> verification_name("spatial-20", {"ratio": 0.9}, VERIFICATION_PRESETS["aliked"])
+    'spatial-20'
     """
     if "spatial-" not in name or "spatial-0.4" in name:
         return name
+    defaults = {"matching": LIBRARY_MATCHING, **preset.record()}
     changed = {
         key: value
         for key, value in verification.items()
-        if value != LIBRARY_VERIFICATION[key]
+        if value != defaults[key]
+        and not (key == "max_keypoints" and value == 0 and defaults[key] is None)
     }
     if "matching" in changed:
         name += f"-{changed['matching']}"
@@ -373,7 +393,7 @@ def verification_name(name: str, verification: Mapping[str, Any]) -> str:
         name += f"-min{changed['min_inliers']}"
     if "max_keypoints" in changed:
         keypoints = changed["max_keypoints"]
-        name += f"-kp{'all' if keypoints is None else keypoints}"
+        name += f"-kp{keypoints or 'all'}"
     return name
 
 
@@ -471,11 +491,12 @@ def search_asmk_expanded(
     reverify: bool = False,
 ) -> dict[str, list[str]]:
     """ASMK, spatial verification of the top ``depth``, then query expansion
-    by the verified images (Chum et al. 2007, on ASMK's words as Tolias et
-    al. 2013): the query's descriptors and those of its first ``expanded``
-    verified images (:attr:`Prepared.min_inliers` or more) search the index
-    again, as one query. The verified images keep their places first; the second
-    search ranks all the others. With ``reverify``, the second search's first
+    by the verified images, as ``vlad search --rerank spatial
+    --expand-verified`` makes it (:func:`vlad.search.expand_verified`): the
+    query's descriptors and those of its first ``expanded`` verified images
+    (:attr:`Prepared.min_inliers` or more) search the index again, as one
+    query. The verified images keep their places first; the second search
+    ranks all the others. With ``reverify``, the second search's first
     ``depth`` images not verified yet are verified too, and those verified
     follow the first ones, most inliers first."""
     sets = prepared.descriptors
@@ -483,67 +504,47 @@ def search_asmk_expanded(
     queries = vlad.DescriptorSets.from_list(
         [sets[row] for row in rows], names=prepared.queries, metadata=sets.metadata
     )
-    results = index.search(
-        queries,
-        index.n_images,
-        query_names=prepared.queries,
-        multiple_assignment=prepared.asmk_multiple_assignment,
+    search = functools.partial(
+        index.search, multiple_assignment=prepared.asmk_multiple_assignment
     )
     results = rerank_spatially(
-        results,
+        search(queries, index.n_images),
         sets,
         sets,
         depth=depth,
         n_jobs=prepared.n_jobs,
         **prepared.verification,
     )
+    again = expand_verified(results, sets, sets, search, images=expanded)
+    if not reverify:
+        return again.rankings()
     image_rows = {name: row for row, name in enumerate(sets.names)}
-    verified = {
-        result.query: [
+    checked = {result.query: set(result.names[:depth]) for result in results.queries}
+    settings = results.record["spatial_verification"]
+    rankings = {}
+    for result, row in zip(again.queries, rows, strict=True):
+        first = [
             name
             for name, inliers in zip(result.names, result.inliers, strict=True)
             if inliers >= prepared.min_inliers
         ]
-        for result in results.queries
-    }
-    expanded_sets = vlad.DescriptorSets.from_list(
-        [
-            np.concatenate(
-                [sets[row]]
-                + [sets[image_rows[name]] for name in verified[query] if name != query][
-                    :expanded
-                ]
-            )
-            for query, row in zip(prepared.queries, rows, strict=True)
-        ],
-        names=prepared.queries,
-        metadata=sets.metadata,
-    )
-    again = index.search(
-        expanded_sets,
-        index.n_images,
-        query_names=prepared.queries,
-        multiple_assignment=prepared.asmk_multiple_assignment,
-    )
-    checked = {result.query: set(result.names[:depth]) for result in results.queries}
-    rankings = {}
-    for result, row in zip(again.queries, rows, strict=True):
-        first = verified[result.query]
-        if reverify:
-            # The second search's first ``depth`` not yet checked are verified.
-            fresh = [name for name in result.names if name not in checked[result.query]]
-            ranking, inliers = spatial_rerank(
-                sets.keypoints_of(row),
-                sets[row],
-                np.array([image_rows[name] for name in fresh[:depth]], dtype=np.int64),
-                sets,
-                n_jobs=prepared.n_jobs,
-                **prepared.verification,
-            )
-            first = first + [
-                sets.names[int(found)]
-                for found in ranking[inliers >= prepared.min_inliers]
-            ]
+        # The second search's first ``depth`` not yet checked are verified.
+        fresh = [name for name in result.names if name not in checked[result.query]]
+        ranking, inliers = spatial_rerank(
+            sets.keypoints_of(row),
+            sets[row],
+            np.array([image_rows[name] for name in fresh[:depth]], dtype=np.int64),
+            sets,
+            n_jobs=prepared.n_jobs,
+            **{
+                key: settings[key]
+                for key in ("matching", "model", "ratio", "min_inliers")
+            },
+            max_keypoints=settings["max_keypoints"],
+        )
+        first += [
+            sets.names[int(found)] for found in ranking[inliers >= prepared.min_inliers]
+        ]
         kept = set(first)
         rankings[result.query] = first + [
             name for name in result.names if name not in kept
@@ -725,10 +726,13 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         )
         if assigned is not None:
             description += f"; multiple assignment {assigned}"
-    verified_name = verification_name(name, prepared.verification)
+    preset = prepared.preset
+    verified_name = verification_name(name, prepared.verification, preset.settings)
+    if "spatial-" in name and "spatial-0.4" not in name:
+        description += f"; verification as suits {preset.name} ({preset.reason})"
     if verified_name != name:
         name = verified_name
-        description += "; verification with " + ", ".join(
+        description += ", but with " + ", ".join(
             f"{key} {value}" for key, value in sorted(prepared.verification.items())
         )
     return {
@@ -823,28 +827,30 @@ def _dataset_record(dataset: Path) -> dict | None:
 
 def verification_settings(arguments: argparse.Namespace) -> dict:
     """The :attr:`Prepared.verification` of the command line's options: those
-    that differ from the library's defaults and take effect (``--matching
-    mutual`` uses no ratio).
+    given that take effect (``--matching mutual`` uses no ratio), and the
+    matching unless it is ``vlad search``'s.
 
     Raises
     ------
     ValueError
         A value the library refuses (one line), before anything runs.
     """
-    settings = {
-        "matching": arguments.matching,
-        "ratio": arguments.ratio,
-        "min_inliers": check_positive_int(arguments.min_inliers, "--min-inliers"),
-        "max_keypoints": check_max_keypoints(arguments.verify_keypoints or None),
-    }
-    matcher(arguments.matching, arguments.ratio)  # checks the ratio
-    if arguments.matching == "mutual":
-        del settings["ratio"]
-    return {
-        key: value
-        for key, value in settings.items()
-        if value != LIBRARY_VERIFICATION[key]
-    }
+    settings = {"matching": arguments.matching}
+    if arguments.matching != "mutual" and arguments.ratio is not None:
+        matcher(arguments.matching, arguments.ratio)  # checks the ratio
+        settings["ratio"] = arguments.ratio
+    if arguments.min_inliers is not None:
+        settings["min_inliers"] = check_positive_int(
+            arguments.min_inliers, "--min-inliers"
+        )
+    if arguments.verify_keypoints is not None:
+        keypoints = arguments.verify_keypoints
+        if keypoints:
+            check_max_keypoints(keypoints)
+        settings["max_keypoints"] = keypoints
+    if settings["matching"] == LIBRARY_MATCHING:
+        del settings["matching"]
+    return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -891,18 +897,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--matching (default: mutual+ratio)",
     )  # fmt: skip
     parser.add_argument(
-        "--ratio", type=float, default=LOWE_RATIO, metavar="R",
-        help=f"Lowe's ratio of --matching mutual+ratio (default: {LOWE_RATIO}; "
-        "0.95 for ALIKED)",
+        "--ratio", type=float, default=None, metavar="R",
+        help="Lowe's ratio of --matching mutual+ratio (default: as suits the "
+        "descriptors, as vlad search chooses: 0.8 for SIFT, 0.9 for ALIKED)",
     )  # fmt: skip
     parser.add_argument(
-        "--min-inliers", type=int, default=MIN_INLIERS, metavar="N",
-        help=f"inliers that verify an image (default: {MIN_INLIERS})",
+        "--min-inliers", type=int, default=None, metavar="N",
+        help="inliers that verify an image (default: as suits the descriptors: "
+        "12 for SIFT and ALIKED)",
     )  # fmt: skip
     parser.add_argument(
-        "--verify-keypoints", type=int, default=MAX_KEYPOINTS, metavar="N",
-        help=f"each image's strongest keypoints matched; 0 for all (default: "
-        f"{MAX_KEYPOINTS})",
+        "--verify-keypoints", type=int, default=None, metavar="N",
+        help="each image's strongest keypoints matched; 0 for all (default: as "
+        "suits the descriptors: 1024)",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, metavar="PATH")
     arguments = parser.parse_args(argv)
@@ -938,6 +945,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine_info(),
         "dataset": _dataset_record(arguments.dataset),
         "descriptors": prepared.descriptors.metadata,
+        "verification_preset": prepared.preset.record()
+        | {"settings": prepared.preset.settings.record()},
         "n_images": len(prepared.descriptors),
         "n_queries": len(prepared.queries),
         "command": shlex.join(

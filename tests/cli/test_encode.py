@@ -13,6 +13,7 @@ import pytest
 from photos import DATA, MESSY_NAMES, MESSY_SKIPPED, PHOTOS, make_messy_folder
 
 import vlad
+from vlad._extras import install_command
 from vlad.formats._vectors import load_vectors
 
 from .conftest import FAST, run
@@ -210,7 +211,7 @@ def test_jax_requested_but_not_installed(monkeypatch, tmp_path, codebook_path):
     result = run(*args, "--aggregator", "jax", exit_code=1)
     assert result.stderr == (
         "Error: the 'jax' aggregator requires JAX; install it with: "
-        "pip install 'vlad-toolkit[jax]'\n"
+        f"{install_command('jax')}\n"
     )
     assert not (tmp_path / "v.npy").exists()
 

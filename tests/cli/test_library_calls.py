@@ -145,10 +145,11 @@ def test_search_index_finds_what_vlad_search_writes(
     made, tmp_path, codebook_path, options, settings
 ):
     queries = [DATA / "chelsea.jpg", DATA / "coffee.jpg"]
+    spatial = "spatial" in settings.get("rerank", ())
+    database = ["--database-descriptors", made / "descriptors.npz"] if spatial else []
     run(
         "search", made / "index", *queries, "-c", codebook_path, "-k", 4,
-        "--database-descriptors", made / "descriptors.npz",
-        "-o", tmp_path / "command.csv", *options,
+        *database, "-o", tmp_path / "command.csv", *options,
     )  # fmt: skip
     found = search_index(
         made / "index",
@@ -164,7 +165,6 @@ def test_search_index_finds_what_vlad_search_writes(
         tmp_path / "command.csv"
     ).read_bytes()
     assert found.report.skipped == {}
-    spatial = "spatial" in settings.get("rerank", ())
     assert (found.query_descriptors is not None) == spatial
     assert (found.database_descriptors is not None) == spatial
 
@@ -189,6 +189,9 @@ def test_search_index_finds_what_vlad_search_writes_from_an_asmk_index(made, tmp
         (lambda made: search_index(made / "asmk-index", made / "descriptors.npz",
                                    rerank=["qe"]),
          "query expansion and search parameters do not apply to an ASMK index"),
+        (lambda made: search_index(made / "index", made / "v.npy",
+                                   multiple_assignment=3),
+         "multiple_assignment applies only to an ASMK index"),
         (lambda made: write_index(made / "v.npy", made / "x", method="bow"),
          "method must be one of 'vlad', 'asmk'; got 'bow'"),
         (lambda made: write_index(made / "descriptors.npz", made / "x", method="asmk"),

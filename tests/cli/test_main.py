@@ -112,6 +112,30 @@ def test_outputs_are_never_replaced_without_overwrite(
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_an_output_that_appears_meanwhile_is_not_replaced_and_says_overwrite(
+    tmp_path, monkeypatch
+):
+    """Another writer makes the output while the command describes images:
+    the library refuses to replace it, and the message names --overwrite."""
+    output = tmp_path / "out.npz"
+    (tmp_path / "other_writer.py").write_text(
+        "import pathlib\n"
+        "import numpy as np\n"
+        "def describe(image):\n"
+        f"    pathlib.Path({str(output)!r}).write_text('theirs')\n"
+        "    return image[::40, ::40].reshape(-1, 3).astype(np.float32)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = run(
+        "extract", DATA / "rocket.jpg", "--extractor", "other_writer:describe",
+        "-j", 1, "-o", output, exit_code=1,
+    )  # fmt: skip
+    assert result.stderr == (
+        f"Error: {output} exists; pass overwrite=True (--overwrite) to replace it\n"
+    )
+    assert output.read_text() == "theirs"
+
+
 ERRORS = {
     "missing input": (
         ["encode", "missing", "-c", "{codebook}", "-o", "v.npy"],
@@ -183,7 +207,8 @@ ERRORS = {
         1,
         "cannot fit 100000 centres",
     ),
-    "info on a photo": (["info", "{rocket}"], 1, "is not a vlad file"),
+    "info on an empty picture": (["info", "{unreadable}/a.png"], 1, "not a vlad file"),
+    "info on a text file": (["info", "{text}"], 1, "is not a vlad file"),
 }
 
 

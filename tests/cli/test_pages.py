@@ -10,14 +10,19 @@ import sys
 from pathlib import Path
 
 import cv2
+import numpy as np
 import pytest
-from html_pages import parse_page, source_file
+from hostile.makers import png_of_zeros
+from html_pages import parse_page, source_file, write_photo
 from photos import DATA, FAST_OPTIONS
 from readme_commands import README, quick_start_commands
 
+from vlad._extras import install_command
 from vlad.evaluation import evaluate, load_ground_truth
+from vlad.formats._vectors import save_vectors
 from vlad.pages import write_matches_picture
-from vlad.search import read_rankings
+from vlad.search import build_index, read_rankings
+from vlad.search._results import QueryResult, SearchResults
 
 from .conftest import FAST, run
 
@@ -227,7 +232,7 @@ def test_without_pillow_the_error_says_what_to_install(
     # Said at once, before the search.
     assert result.output == (
         "Error: the HTML pages make thumbnails with Pillow; install it with: "
-        "pip install 'vlad-toolkit[html]'\n"
+        f"{install_command('html')}\n"
     )
 
 
@@ -305,3 +310,52 @@ def test_the_quick_start_ends_by_writing_the_search_page(main_job, tmp_path):
     printed = [line.split("\t")[3] for line in without.stdout.splitlines()]
     assert page_rows == [("chelsea.jpg", [(name, "") for name in printed])]
     assert len(parse_page(tmp_path / "results.html").find("img")) == 4
+
+
+def test_an_image_beyond_the_pixel_limit_gets_a_placeholder_and_a_line(tmp_path):
+    """The evaluation report shows the relevant images a query missed: one
+    of more pixels than vlad encode reads is named in a warning, never
+    decoded."""
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "huge.png").write_bytes(png_of_zeros(13000, 13000))
+    write_photo(images / "small.jpg", (60, 40))
+    results = tmp_path / "results.json"
+    SearchResults(
+        [QueryResult("q", ("small.jpg",), np.array([0.5], np.float32), np.array([0]))]
+    ).write(results)
+    truth = tmp_path / "gt.json"
+    truth.write_text(json.dumps({"q": {"relevant": ["huge.png"]}}))
+    page = tmp_path / "report.html"
+    result = run("evaluate", results, "-g", truth, "--html", page, "--images", images)
+    assert (
+        f"warning: no thumbnail of {images / 'huge.png'}: 13000 x 13000 pixels is "
+        "more than max_pixels=134217728 (raise the limit to read it)\n"
+    ) in result.stderr
+    # The query, without --query-images, is missing too.
+    assert "1 made, 0 reused, 2 missing" in result.stderr
+    placeholders = [p.content() for p in parse_page(page).find(cls="placeholder")]
+    assert sorted(placeholders)[0].startswith("cannot read the image: 13000 x 13000")
+
+
+def test_the_search_page_reads_images_within_the_index_s_pixel_limit(tmp_path):
+    """The index was described with max_pixels=100000: the page decodes no
+    image beyond it either (astronaut.jpg has 262,144 pixels, chelsea.jpg
+    135,300)."""
+    names = ["astronaut.jpg", "chelsea.jpg"]
+    vectors = np.eye(2, 4, dtype=np.float32)
+    save_vectors(tmp_path / "v.npy", vectors, names, {})
+    build_index(vectors, names, source={"descriptor": {"max_pixels": 100_000}}).save(
+        tmp_path / "index"
+    )
+    page = tmp_path / "results.html"
+    result = run(
+        "search", tmp_path / "index", tmp_path / "v.npy", "--top", 1,
+        "--html", page, "--images", DATA, "--query-images", DATA,
+    )  # fmt: skip
+    assert (
+        f"warning: no thumbnail of {DATA / 'astronaut.jpg'}: 512 x 512 pixels is "
+        "more than max_pixels=100000"
+    ) in result.stderr
+    assert f"no thumbnail of {DATA / 'chelsea.jpg'}" in result.stderr
+    assert "0 made, 0 reused, 2 missing" in result.stderr

@@ -3,7 +3,8 @@ NumPy files that lie, hold pickles or bombs.
 
 Huge images are header-only fakes: a small real image whose header is
 patched to declare 20000 x 20000 pixels (or more), so that nothing large is
-ever written or decoded.
+ever written or decoded; or a real PNG of zeros (:func:`png_of_zeros`), a
+megabyte or two that decodes to gigabytes.
 """
 
 from __future__ import annotations
@@ -50,6 +51,46 @@ def png_of_size(width: int, height: int) -> bytes:
     png = bytearray(encoded(".png"))
     png[16:24] = struct.pack(">II", width, height)
     return bytes(png)
+
+
+def png_of_zeros(
+    width: int, height: int, bit_depth: int = 16, colour_type: int = 6
+) -> bytes:
+    """A valid PNG of ``width`` x ``height`` black, transparent pixels (16-bit
+    RGBA by default) whose data is compressed about 1000 to 1: decoding it
+    whole takes what its header declares, writing it takes a few milliseconds.
+
+    Each row is compressed once and repeated, every copy after a full flush
+    (so that it refers to no earlier byte); the Adler-32 of n zero bytes is
+    ``(n % 65521) << 16 | 1``.
+    """
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}[colour_type]
+    row = bytes(1 + width * channels * bit_depth // 8)  # filter byte 0, then zeros
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = deflate.compress(row) + deflate.flush(zlib.Z_FULL_FLUSH)
+    n_bytes = len(row) * height
+    stream = (
+        b"\x78\xda"
+        + block * height
+        + deflate.flush()
+        + struct.pack(">I", ((n_bytes % 65521) << 16) | 1)
+    )
+    header = struct.pack(">IIBBBBB", width, height, bit_depth, colour_type, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", stream)
+        + _png_chunk(b"IEND", b"")
+    )
+
+
+def _png_chunk(kind: bytes, content: bytes) -> bytes:
+    return (
+        struct.pack(">I", len(content))
+        + kind
+        + content
+        + struct.pack(">I", zlib.crc32(kind + content))
+    )
 
 
 def bmp_of_size(width: int, height: int) -> bytes:

@@ -305,7 +305,11 @@ def test_two_writers_on_one_output_never_replace_each_other(big_job, tmp_path):
 
 def test_a_file_that_appears_while_writing_is_not_replaced(tmp_path):
     first, second, third = (tmp_path / name for name in ("a.txt", "b.txt", "c.txt"))
-    with pytest.raises(FileExistsError, match="appeared while it was being written"):
+    with pytest.raises(
+        FileExistsError,
+        match=r"appeared while it was being written .*; it was not replaced: pass "
+        r"overwrite=True \(--overwrite\) to replace it$",
+    ):
         with atomic_writes(first, second, third, overwrite=False) as handles:
             for handle in handles:
                 handle.write(b"ours")

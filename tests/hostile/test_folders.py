@@ -114,6 +114,9 @@ def test_links_to_one_folder_are_walked_once(tmp_path):
     record("handled")
 
 
+# Encodes a folder of photos at full size;
+# test_unreadable_files_and_folders_are_listed is the default run's.
+@pytest.mark.slow
 def test_names_that_break_lines_are_skipped_not_shifted(tmp_path, codebook_path):
     folder = tmp_path / "photos"
     folder.mkdir()

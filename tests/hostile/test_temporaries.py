@@ -18,8 +18,13 @@ from photos import DATA
 
 import vlad
 import vlad.core._writing as writing
-from hostile.conftest import check_no_traceback, record, temporary_files
-from vlad.core._files import atomic_write
+from hostile.conftest import (
+    assert_one_line_error,
+    check_no_traceback,
+    record,
+    temporary_files,
+)
+from vlad.core._files import atomic_write, atomic_writes
 
 #: ``vlad ARGS`` in a process that sends itself a signal when it is about to
 #: rename a hidden temporary file onto an output: the instant between the
@@ -31,6 +36,22 @@ SIGNALLED_AT_RENAME = """
     def replace(source, target, **options):
         if str(source).endswith(".tmp"):
             os.kill(os.getpid(), sent)
+        return rename(source, target, **options)
+    os.replace = replace
+    from vlad.cli._main import main
+    main(sys.argv[2:], prog_name="vlad")
+"""
+
+#: ``vlad ARGS`` in a process whose N-th rename of a finished hidden file
+#: onto an output fails with an I/O error (EIO), as a failing disk does.
+FAILING_AT_RENAME = """
+    import errno, os, sys
+    failing, rename, renamed = int(sys.argv[1]), os.replace, []
+    def replace(source, target, **options):
+        if str(source).endswith(".tmp"):
+            renamed.append(source)
+            if len(renamed) == failing:
+                raise OSError(errno.EIO, os.strerror(errno.EIO), source)
         return rename(source, target, **options)
     os.replace = replace
     from vlad.cli._main import main
@@ -55,6 +76,16 @@ def run_signalled(sent: str, *args) -> subprocess.CompletedProcess:
     script = textwrap.dedent(SIGNALLED_AT_RENAME)
     return subprocess.run(
         [sys.executable, "-c", script, sent, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def run_failing(failing: int, *args) -> subprocess.CompletedProcess:
+    script = textwrap.dedent(FAILING_AT_RENAME)
+    return subprocess.run(
+        [sys.executable, "-c", script, str(failing), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -176,3 +207,112 @@ def test_a_folder_of_shards_resumes_after_sigkill_between_link_and_rename(tmp_pa
     assert temporary_files(tmp_path / "d") == []
     assert (tmp_path / "d" / "manifest.json").is_file()
     record("handled")
+
+
+# The three renames of a vectors set (names, record, vectors), one process
+# each: with the slow tests. The default run fails each rename in this
+# process, below.
+@pytest.mark.slow
+@pytest.mark.parametrize("failing", [1, 2, 3])
+def test_an_io_error_among_the_renames_keeps_the_previous_vectors(
+    tmp_path, codebook_path, failing
+):
+    """``vlad encode --overwrite`` whose N-th rename fails: one line, and the
+    previous set whole (it used to lose its vectors.npy, removed first)."""
+    names = ["old-a.jpg", "old-b.jpg"]
+    vlad.save_vectors(tmp_path / "v.npy", np.eye(2, 4), names, {"run": "old"})
+    before = outputs(tmp_path)
+    result = run_failing(failing, *commands(codebook_path, tmp_path)["encode"])
+    check_no_traceback(result.stderr)
+    assert result.returncode == 1, result.stderr
+    assert_one_line_error(result.stderr, "Input/output error", str(tmp_path))
+    assert outputs(tmp_path) == before
+    assert vlad.load_vectors(tmp_path / "v.npy")[1] == names
+
+
+@pytest.mark.parametrize("unnamed", [True, False])
+@pytest.mark.parametrize("failing", [1, 2, 3])
+def test_a_failed_rename_of_a_set_puts_every_old_file_back(
+    tmp_path, monkeypatch, unnamed, failing
+):
+    """The same in this process, for each rename and both kinds of temporary
+    file."""
+    targets = [tmp_path / name for name in ("a.txt", "b.txt", "c.txt")]
+    for target in targets:
+        target.write_bytes(b"old " + target.name.encode())
+    if not unnamed:
+        monkeypatch.setattr(writing, "_unnamed_file", lambda folder: None)
+    rename, renamed = os.replace, []
+
+    def failing_rename(source, destination, **options):
+        if str(source).endswith(".tmp"):
+            renamed.append(source)
+            if len(renamed) == failing:
+                raise OSError(errno.EIO, os.strerror(errno.EIO), source)
+        return rename(source, destination, **options)
+
+    monkeypatch.setattr(writing.os, "replace", failing_rename)
+    with pytest.raises(OSError, match="Input/output error") as raised:
+        with atomic_writes(*targets) as handles:
+            for handle in handles:
+                handle.write(b"new")
+    assert str(targets[failing - 1]) in str(raised.value)
+    assert [target.read_bytes() for target in targets] == [
+        b"old " + target.name.encode() for target in targets
+    ]
+    assert temporary_files(tmp_path) == []
+    record("clear error")
+
+
+def test_a_new_set_that_fails_to_move_in_leaves_none_of_its_files(
+    tmp_path, monkeypatch
+):
+    """Without a previous set, the files moved in before the failure go."""
+    targets = [tmp_path / name for name in ("a.txt", "b.txt", "c.txt")]
+
+    def failing_onto(move):
+        def moved(source, destination, **options):
+            if str(destination) == str(targets[1]):
+                raise OSError(errno.EIO, os.strerror(errno.EIO), destination)
+            return move(source, destination, **options)
+
+        return moved
+
+    for name in ("link", "replace"):
+        monkeypatch.setattr(writing.os, name, failing_onto(getattr(os, name)))
+    with pytest.raises(OSError, match="Input/output error"):
+        with atomic_writes(*targets, overwrite=False) as handles:
+            for handle in handles:
+                handle.write(b"new")
+    assert sorted(os.listdir(tmp_path)) == []
+    record("clear error")
+
+
+def test_ctrl_c_at_every_rename_of_a_set_puts_every_old_file_back(
+    tmp_path, monkeypatch
+):
+    """Ctrl-C at each rename of a finished file, those that put the old files
+    back included: the first interrupts the replacement, the others wait
+    until the old files are back."""
+    targets = [tmp_path / name for name in ("a.txt", "b.txt", "c.txt")]
+    for target in targets:
+        target.write_bytes(b"old")
+    rename = os.replace
+
+    def interrupted_rename(source, destination, **options):
+        if str(source).endswith(".tmp"):
+            os.kill(os.getpid(), signal.SIGINT)
+        return rename(source, destination, **options)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    monkeypatch.setattr(writing.os, "replace", interrupted_rename)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_writes(*targets) as handles:
+                for handle in handles:
+                    handle.write(b"new")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert [target.read_bytes() for target in targets] == [b"old"] * 3
+    assert temporary_files(tmp_path) == []
+    record("clear error")

@@ -25,8 +25,10 @@ from vlad.cli._options import (
     verbosity_options,
 )
 from vlad.cli._reporting import (
+    DENSE_ADVICE,
     check_outputs,
     count,
+    dense_advice,
     library_errors,
     progress_bar,
     report_skipped,
@@ -34,6 +36,7 @@ from vlad.cli._reporting import (
 from vlad.core._options import EncodingOptions
 from vlad.core._parameters import INTRA, L2, MASS, POWER
 from vlad.core.aggregators import AGGREGATORS
+from vlad.formats._descriptor_files import descriptor_file_in
 from vlad.formats._hloc_global import write_global_features
 from vlad.formats._vectors import save_vectors, vector_file_paths
 from vlad.pipeline._batch import BatchReport
@@ -47,6 +50,9 @@ from vlad.pipeline._vector_shards import (
 __all__ = ["encode"]
 
 logger = logging.getLogger("vlad.cli")
+
+#: Dense keypoints describe every image, but only with a codebook of their own.
+_DENSE_ADVICE = f"{DENSE_ADVICE} (with a codebook fitted with --dense)"
 
 
 @click.command(short_help="Encode images as VLAD vectors with a codebook.")
@@ -200,7 +206,9 @@ def encode(
             result.codebook.fingerprint,
             output,
         )
-        report_skipped(result.report)
+        report_skipped(
+            result.report, vectors=True, advice=_DENSE_ADVICE, listed_in=output
+        )
         return
     logger.info(
         "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, "
@@ -211,7 +219,12 @@ def encode(
         result.codebook.fingerprint,
         *outputs,
     )
-    report_skipped(result.report, vectors=True)
+    report_skipped(
+        result.report,
+        vectors=True,
+        advice=dense_advice(result.descriptor, _DENSE_ADVICE),
+        listed_in=output,
+    )
 
 
 def _encode_to_folder(
@@ -261,6 +274,9 @@ def _encode_to_folder(
             shards.names,
             {entry["name"]: entry["reason"] for entry in shards.record["skipped"]},
             shards.record["empty"],
+            descriptor_file_in(inputs),
         ),
         vectors=True,
+        advice=_DENSE_ADVICE,
+        listed_in=output,
     )

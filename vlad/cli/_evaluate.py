@@ -114,7 +114,7 @@ def evaluate(
             results, ground_truth, protocol=protocol, holidays=holidays, ks=ks
         )
         if json_path is not None:
-            evaluation.write(json_path)
+            evaluation.write(json_path, overwrite=overwrite)
     for note in evaluation.notes:
         logger.warning(note)
     if verbosity >= 0:
@@ -135,4 +135,5 @@ def evaluate(
                 protocol=protocol,
                 holidays=holidays,
                 verbosity=verbosity,
+                overwrite=overwrite,
             )

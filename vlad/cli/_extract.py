@@ -25,11 +25,12 @@ from vlad.cli._options import (
 from vlad.cli._reporting import (
     check_outputs,
     count,
+    dense_advice,
     library_errors,
     progress_bar,
     report_skipped,
 )
-from vlad.images._sift import SiftOptions
+from vlad.images._extractors import descriptor_kind
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._descriptor_shards import (
     DESCRIPTOR_SHARD_IMAGES,
@@ -75,12 +76,14 @@ def extract(
     """Extract the local descriptors of images into a descriptor sets file.
 
     Descriptors are OpenCV's RootSIFT by default; --features chooses SIFT,
-    AKAZE or ORB, --extractor any Python callable (ViT patch tokens, say).
+    AKAZE, ORB or the learned ALIKED (by kornia, on --device; needs
+    the learned extra), --extractor any Python callable (ViT patch
+    tokens, say).
 
     INPUT... are image folders, walked recursively in sorted order (.jpg,
     .jpeg, .png, .bmp, .tif, .tiff and .webp files, in any case), and image
     files. Unreadable files are skipped with a warning, and so are images the
-    --extractor callable raises on. The output records each
+    --extractor callable or the network raises on. The output records each
     image's name (relative to INPUT) and the descriptor options, and can be
     given to "vlad fit" and "vlad encode" in place of the images.
 
@@ -98,8 +101,9 @@ def extract(
     byte, as without.
 
     \b
-    Example:
+    Examples:
         vlad extract data -o descriptors.npz
+        vlad extract data -o aliked.npz --features aliked --weights aliked-n16.pth
     """
     if output.suffix.lower() != ".npz":
         _extract_to_folder(
@@ -127,15 +131,14 @@ def extract(
             progress=progress,
         )
         sets.save(output, overwrite=overwrite)
-    options = SiftOptions.from_record(sets.metadata)
     logger.info(
         "wrote %s of %s (%s) to %s",
         count(sets.descriptors.shape[0], "descriptor"),
         count(len(sets), "image"),
-        options.kind if options else sets.metadata["extractor"],
+        descriptor_kind(sets.metadata),
         output,
     )
-    report_skipped(report)
+    report_skipped(report, listed_in=output, advice=dense_advice(sets.metadata))
 
 
 def _extract_to_folder(
@@ -174,7 +177,7 @@ def _extract_to_folder(
         "wrote %s of %s (%s) to %s, in %s",
         count(record["n_descriptors"], "descriptor"),
         count(len(shards), "image"),
-        SiftOptions.from_record(shards.metadata).kind,
+        descriptor_kind(shards.metadata),
         output,
         count(shards.n_shards, "shard"),
     )
@@ -184,5 +187,7 @@ def _extract_to_folder(
             shards.names,
             {entry["name"]: entry["reason"] for entry in record["skipped"]},
             record["empty"],
-        )
+        ),
+        listed_in=output,
+        advice=dense_advice(shards.metadata),
     )

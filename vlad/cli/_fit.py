@@ -21,6 +21,7 @@ from vlad.cli._options import (
 )
 from vlad.cli._reporting import (
     check_outputs,
+    dense_advice,
     library_errors,
     progress_bar,
     report_skipped,
@@ -115,7 +116,11 @@ def fit(
     check_outputs([output], overwrite)
     if adapt_from is not None:
         _refuse_fitting_options(adapt_from)
-    with library_errors(), progress_bar(verbosity, "Describing") as progress:
+    with (
+        library_errors(),
+        progress_bar(verbosity, "Describing") as progress,
+        progress_bar(verbosity, "k-means", lines=True) as kmeans_progress,
+    ):
         if adapt_from is not None:
             codebook, report = write_adapted_codebook(
                 inputs,
@@ -141,6 +146,7 @@ def fit(
                 extractor=extractor,
                 n_jobs=n_jobs,
                 progress=progress,
+                kmeans_progress=kmeans_progress,
                 overwrite=overwrite,
             )
     if adapt_from is not None:
@@ -177,7 +183,7 @@ def fit(
             len(report.names),
             output,
         )
-    report_skipped(report)
+    report_skipped(report, advice=dense_advice(codebook.metadata.get("descriptor")))
 
 
 def _refuse_fitting_options(adapt_from: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from vlad._extras import install_command
 from vlad.cli._reporting import printable
 from vlad.pipeline._cluster import dask_client
 
@@ -113,8 +114,8 @@ def dask_options(shared: str) -> Callable[[Callable], Callable]:
             "use_dask",
             is_flag=True,
             help="Make the shards of a folder on a Dask cluster of -j worker "
-            "processes on this machine, one task per shard (needs: pip install "
-            "'vlad-toolkit[dask]').",
+            "processes on this machine, one task per shard (needs: "
+            f"{install_command('dask')}).",
         )(command)
 
     return decorate

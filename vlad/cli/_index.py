@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from vlad._extras import install_command
 from vlad.cli._options import overwrite_option, verbosity_options
 from vlad.cli._reporting import count, library_errors
 from vlad.pipeline._index_build import write_index
@@ -59,7 +60,7 @@ _ASMK_ONLY = (
 @click.option(
     "--factory",
     help="faiss index_factory string for approximate or compressed search, such "
-    'as "IVF256,PQ32" or "HNSW32" (needs pip install \'vlad-toolkit[faiss]\'); default '
+    f'as "IVF256,PQ32" or "HNSW32" (needs {install_command("faiss")}); default '
     "exact search.",
 )
 @click.option(

@@ -1,5 +1,4 @@
-"""``vlad info``: what a codebook, descriptors, vectors, index or results
-file holds."""
+"""``vlad info``: what any file or folder vlad writes holds."""
 
 from __future__ import annotations
 
@@ -15,14 +14,16 @@ from vlad.cli._reporting import library_errors, printable
 __all__ = ["info"]
 
 
-@click.command(short_help="Show what a vlad file, index or results file holds.")
+@click.command(short_help="Show what a file or folder vlad wrote holds.")
 @click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(file: Path, as_json: bool) -> None:
     """Show what FILE holds: a codebook or descriptor sets (.npz), vectors
-    (.npy, with its .names.txt and .json beside it, or a folder of shards), an
-    index folder (vlad index), search results (.json, .csv or pairs .txt), or
-    hloc's local or global features (.h5).
+    (.npy, or the .names.txt and .json beside it, or a folder of shards), an
+    index folder (vlad index, VLAD or ASMK), search results (.json, .csv or
+    pairs .txt), an evaluation (vlad evaluate --json), a page (--html) or its
+    folder, a picture (vlad show-matches), or hloc's local or global features
+    (.h5).
 
     The file, its kind, shapes and fingerprint are what vlad computes, never
     what the file's record claims; control characters in names and records

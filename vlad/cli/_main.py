@@ -8,9 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import signal
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 
 import click
@@ -32,14 +30,6 @@ __all__ = [
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where the main thread is, so that clean-up runs."""
-
-
-def _raise_terminated(signal_number, frame):
-    raise _Terminated
-
-
 #: The subcommands, in the order the reference lists them: name -> (the
 #: command's ``module:attribute``, its short help). The group lists them with
 #: this short help and imports a command's module only to run it or show its
@@ -56,7 +46,7 @@ COMMANDS = {
     ),
     "info": (
         "vlad.cli._info:info",
-        "Show what a vlad file, index or results file holds.",
+        "Show what a file or folder vlad wrote holds.",
     ),
     "index": (
         "vlad.cli._index:index",
@@ -138,23 +128,31 @@ class VladGroup(LazyGroup):
         return name, command, rest
 
     def invoke(self, ctx: click.Context):
+        from vlad.cli._signals import QuietFinalizers, SignalsAsExceptions, Terminated
         from vlad.images._decoder_messages import capture_decoder_messages
 
         # The decoders' messages become each image's warning or error: the
         # command, unlike a library call, may point descriptor 2 elsewhere.
+        quiet = QuietFinalizers()
         try:
             with (
-                _terminate_by_exception(),
+                SignalsAsExceptions(),
                 _python_stderr_apart(),
                 capture_decoder_messages(),
             ):
                 return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo(f"\ninterrupted; {self._what_was_kept(ctx)}", err=True)
-            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-        except _Terminated:
-            click.echo("terminated", err=True)
-            raise click.exceptions.Exit(EXIT_TERMINATED) from None
+            quiet.start()
+            status = EXIT_INTERRUPTED
+            said = f"\ninterrupted; {self._what_was_kept(ctx)}"
+        except Terminated:
+            quiet.start()
+            status, said = EXIT_TERMINATED, "terminated"
+        # The exception is gone, and with it what the command had made
+        # (finalized quietly: what the signal left half-made may fail there).
+        quiet.stop()
+        click.echo(said, err=True)
+        raise click.exceptions.Exit(status)
 
     def _what_was_kept(self, ctx: click.Context) -> str:
         """What an interrupted subcommand leaves: a folder output its finished
@@ -177,20 +175,6 @@ class VladGroup(LazyGroup):
                 "command with --resume finishes it"
             )
         return kept
-
-
-@contextlib.contextmanager
-def _terminate_by_exception() -> Iterator[None]:
-    """SIGTERM raises an exception in the main thread while the block runs
-    (its default kills the process before any clean-up)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

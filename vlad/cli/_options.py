@@ -17,9 +17,12 @@ from vlad.core._parameters import (
     RESIDUAL_NORM,
     Parameter,
 )
+from vlad.images._extractors import FEATURES
+from vlad.images._learned import LEARNED_PARAMETERS, LearnedOptions, check_device
 from vlad.images._sift import DESCRIPTOR_PARAMETERS, SiftOptions
 
 __all__ = [
+    "KeypointCap",
     "SpecifiedChoice",
     "SpecifiedFloat",
     "SpecifiedInt",
@@ -31,11 +34,17 @@ __all__ = [
     "jobs_option",
     "output_option",
     "overwrite_option",
+    "preset_defaults",
     "spec_option",
     "verbosity_options",
+    "verification_options",
 ]
 
 _DEFAULTS = SiftOptions()
+_LEARNED_DEFAULTS = LearnedOptions()
+#: The options of learned features that OpenCV's lack, on the command line
+#: (``model`` is the library's alone: "model" is verification's geometry).
+_LEARNED_ONLY = ("detection_threshold", "batch_size")
 
 
 class _Specified:
@@ -81,6 +90,27 @@ class SpecifiedChoice(_Specified, click.Choice):
     def __init__(self, parameter: Parameter):
         self.parameter = parameter
         super().__init__(parameter.choices)
+
+
+class KeypointCap(click.IntRange):
+    """A cap on keypoints: 0 for none, or an integer of at least ``smallest``;
+    the help shows ``0 or x>=SMALLEST``."""
+
+    def __init__(self, smallest: int):
+        super().__init__(min=smallest)
+
+    def convert(self, value, param, ctx):
+        number = click.INT.convert(value, param, ctx)
+        if number != 0 and number < self.min:
+            self.fail(
+                f"must be 0 (every keypoint) or an integer >= {self.min}; got {number}",
+                param,
+                ctx,
+            )
+        return number
+
+    def _describe_range(self) -> str:
+        return f"0 or x>={self.min}"
 
 
 def _bounds(parameter: Parameter) -> dict:
@@ -285,10 +315,15 @@ def descriptor_options(
             return "the codebook's"
         if name == "root_sift":
             return "--root-sift for SIFT"
+        if name in _LEARNED_ONLY:
+            return str(getattr(_LEARNED_DEFAULTS, name))
         value = getattr(_DEFAULTS, name)
         if isinstance(value, bool):
             flag = name.replace("_", "-")
             return f"--{flag}" if value else f"--no-{flag}"
+        learned = getattr(_LEARNED_DEFAULTS, name, value)
+        if name != "features" and learned != value:
+            return f"{value}; {learned} for aliked"
         return str(value)
 
     extractor_options = [
@@ -302,24 +337,67 @@ def descriptor_options(
             + (" (the codebook's, when fitted with one)." if from_codebook else "."),
         )
     ]
+    learned = {parameter.name: parameter for parameter in LEARNED_PARAMETERS}
+    parameters = [
+        FEATURES if parameter.name == "features" else parameter
+        for parameter in DESCRIPTOR_PARAMETERS
+    ] + [learned[name] for name in _LEARNED_ONLY]
     options = [
         spec_option(parameter, default=None, show_default=shown_default(parameter.name))
-        for parameter in DESCRIPTOR_PARAMETERS
+        for parameter in parameters
+    ] + [
+        click.option(
+            "--weights",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            help="Learned features: the network's weights, a PyTorch file (read "
+            "without running code, its keys checked). Default: the authors' "
+            "weights, downloaded once into PyTorch's hub cache"
+            + (", the codebook's (their SHA-256 checked)." if from_codebook else "."),
+        ),
+        click.option(
+            "--device",
+            metavar="DEVICE",
+            default=None,
+            callback=_check_device,
+            show_default="auto",
+            help="Learned features: where the network runs: cpu, cuda, cuda:N, "
+            "mps, or auto (CUDA where PyTorch has it, else the CPU).",
+        ),
     ]
     return option_group(
         "descriptor_options",
-        tuple(parameter.name for parameter in DESCRIPTOR_PARAMETERS),
+        (*(parameter.name for parameter in parameters), "weights", "device"),
         (extractor_options if extractor else []) + options,
         drop_unset=True,
     )
 
 
-def verification_options(command: Callable) -> Callable:
+def _check_device(ctx, param, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            check_device(value)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+    return value
+
+
+def verification_options(
+    *, from_descriptors: bool = False
+) -> Callable[[Callable], Callable]:
     """``--matching``, ``--ratio``, ``--geometry``, ``--inlier-threshold`` and
     ``--verify-keypoints``: how spatial verification pairs descriptors and
     which model it fits, gathered into one ``verification`` keyword (a dict of
     :func:`vlad.search.inlier_matches`'s ``matching``, ``ratio``, ``model``,
-    ``reprojection_threshold`` and ``max_keypoints``)."""
+    ``reprojection_threshold`` and ``max_keypoints``).
+
+    With ``from_descriptors`` (``vlad search``), ``--ratio`` and
+    ``--verify-keypoints`` default to None, "as suits the descriptors"
+    (:data:`vlad.search.VERIFICATION_PRESETS`), ``--verify-keypoints 0`` gives
+    ``max_keypoints=0`` (every keypoint, as
+    :func:`vlad.search.rerank_spatially` takes it), and
+    ``--verification-preset`` adds ``preset``. Without it (SIFT of images
+    only), they default to SIFT's settings and 0 gives None."""
     from vlad.search._matching import LOWE_RATIO
     from vlad.search._spatial import (
         EPIPOLAR_THRESHOLD,
@@ -328,11 +406,69 @@ def verification_options(command: Callable) -> Callable:
         MAX_KEYPOINTS,
         POSITION_SIDE,
         REPROJECTION_THRESHOLD,
+        SMALLEST_MAX_KEYPOINTS,
     )
+    from vlad.search._verification_presets import VERIFICATION_PRESETS
 
-    return option_group(
+    names = ["matching", "ratio", "model", "reprojection_threshold", "verify_keypoints"]
+    ratio_help = (
+        "Lowe's ratio test of --matching ratio and mutual+ratio: lower keeps "
+        "fewer, more distinctive matches."
+    )
+    keypoints_help = (
+        "Match only each image's this many largest keypoints (hloc's: "
+        "strongest); 0 for all (vlad 0.4)."
+    )
+    if from_descriptors:
+        ratio = click.option(
+            "--ratio",
+            type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+            default=None,
+            help=ratio_help
+            + " Learned descriptors need a higher one than SIFT."
+            + preset_defaults("ratio", "{:g}".format),
+        )
+        verify_keypoints = click.option(
+            "--verify-keypoints",
+            type=KeypointCap(SMALLEST_MAX_KEYPOINTS),
+            default=None,
+            help=keypoints_help
+            + preset_defaults("max_keypoints", lambda kept: f"{kept or 0}"),
+        )
+        presets = [
+            click.option(
+                "--verification-preset",
+                "preset",
+                type=click.Choice(sorted(VERIFICATION_PRESETS)),
+                help="Verify with the settings that suit these descriptors "
+                "(--rerank-depth, --ratio, --min-inliers and --verify-keypoints, "
+                "those not given) whatever the descriptors' record says. "
+                "[default: read from the descriptors' record: vlad extract's "
+                "names its extractor, hloc's file name does "
+                "(feats-aliked-n16.h5); else sift's, with a warning]",
+            )
+        ]
+        names.append("preset")
+    else:
+        ratio = click.option(
+            "--ratio",
+            type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+            default=LOWE_RATIO,
+            show_default=True,
+            help=ratio_help,
+        )
+        verify_keypoints = click.option(
+            "--verify-keypoints",
+            type=KeypointCap(SMALLEST_MAX_KEYPOINTS),
+            default=MAX_KEYPOINTS,
+            show_default=True,
+            callback=lambda ctx, param, value: value or None,
+            help=keypoints_help,
+        )
+        presets = []
+    group = option_group(
         "verification",
-        ("matching", "ratio", "model", "reprojection_threshold", "verify_keypoints"),
+        names,
         [
             click.option(
                 "--matching",
@@ -343,16 +479,7 @@ def verification_options(command: Callable) -> Callable:
                 "those that also pass Lowe's ratio test, or the ratio test "
                 "alone (vlad 0.4).",
             ),
-            click.option(
-                "--ratio",
-                type=click.FloatRange(min=0.0, max=1.0, min_open=True),
-                default=LOWE_RATIO,
-                show_default=True,
-                help="Lowe's ratio test of --matching ratio and mutual+ratio: "
-                "lower keeps fewer, more distinctive matches. Learned "
-                "descriptors read from hloc's files need a higher one "
-                "(ALIKED's: 0.95).",
-            ),
+            ratio,
             click.option(
                 "--geometry",
                 "model",
@@ -373,17 +500,24 @@ def verification_options(command: Callable) -> Callable:
                 f"{EPIPOLAR_THRESHOLD:g} for fundamental, {REPROJECTION_THRESHOLD:g} "
                 "for the others).",
             ),
-            click.option(
-                "--verify-keypoints",
-                type=click.IntRange(min=0),
-                default=MAX_KEYPOINTS,
-                show_default=True,
-                callback=lambda ctx, param, value: value or None,
-                help="Match only each image's this many largest keypoints "
-                "(hloc's: highest scores); 0 for all (vlad 0.4).",
-            ),
+            verify_keypoints,
+            *presets,
         ],
-    )(_verify_keypoints_as_max_keypoints(command))
+    )
+    return lambda command: group(_verify_keypoints_as_max_keypoints(command))
+
+
+def preset_defaults(field: str, show: Callable[[object], str]) -> str:
+    """The defaults of a verification setting by kind of descriptors, for
+    ``--help``: ``" [default: as suits the descriptors: 0.9 for aliked, 0.8
+    for sift]"``."""
+    from vlad.search._verification_presets import VERIFICATION_PRESETS
+
+    values = ", ".join(
+        f"{show(getattr(settings, field))} for {name}"
+        for name, settings in sorted(VERIFICATION_PRESETS.items())
+    )
+    return f" [default: as suits the descriptors: {values}]"
 
 
 def _verify_keypoints_as_max_keypoints(command: Callable) -> Callable:

@@ -15,7 +15,7 @@ from vlad.cli._reporting import count, library_errors, progress_bar
 from vlad.core._descriptors import DescriptorSets
 from vlad.evaluation._files import read_any_ground_truth
 from vlad.evaluation._scoring import Evaluation
-from vlad.images._files import is_image_path
+from vlad.images._files import MAX_PIXELS, is_image_path
 from vlad.pages._evaluation_page import write_evaluation_page
 from vlad.pages._search_page import DEFAULT_LIMIT, PageReport, write_search_page
 from vlad.pages._thumbnails import require_pillow
@@ -31,6 +31,8 @@ __all__ = [
 logger = logging.getLogger("vlad.cli")
 
 _HTML_SUFFIXES = (".html", ".htm")
+#: Images without a thumbnail named one a line at most; the page shows the rest.
+_LISTED = 5
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,12 @@ def write_results_page(
     descriptor_sets: tuple[DescriptorSets, DescriptorSets] | None,
     n_jobs: int | None,
     verbosity: int,
+    overwrite: bool,
+    max_pixels: int = MAX_PIXELS,
 ) -> PageReport:
     """``vlad search --html``: the search page, its images made with a
-    progress bar, and a line saying what it shows."""
+    progress bar (none decoded beyond ``max_pixels``), and a line saying what
+    it shows."""
     query_images = page.query_images or tuple(
         path for path in queries if path.is_dir() or is_image_path(path)
     )
@@ -161,6 +166,8 @@ def write_results_page(
             descriptor_sets=descriptor_sets,
             n_jobs=n_jobs,
             progress=progress,
+            overwrite=overwrite,
+            max_pixels=max_pixels,
         )
     _log_page(report, "query", "queries")
     return report
@@ -175,6 +182,7 @@ def write_evaluation_report(
     protocol: str | None,
     holidays: bool,
     verbosity: int,
+    overwrite: bool,
 ) -> PageReport:
     """``vlad evaluate --html``: the evaluation report, its thumbnails made
     with a progress bar, and a line saying where it went."""
@@ -187,12 +195,20 @@ def write_evaluation_report(
             images=page.images,
             query_images=page.query_images,
             progress=progress,
+            overwrite=overwrite,
         )
     _log_page(report, "worst query", "worst queries")
     return report
 
 
 def _log_page(report: PageReport, noun: str, plural: str) -> None:
+    for source, problem in report.unreadable[:_LISTED]:
+        logger.warning("no thumbnail of %s: %s", source, problem)
+    if len(report.unreadable) > _LISTED:
+        logger.warning(
+            "no thumbnail of %s more images (the page says why for each)",
+            len(report.unreadable) - _LISTED,
+        )
     shown = count(report.n_queries, noun, plural)
     if report.n_queries < report.n_total and noun == "query":
         shown += f" of {report.n_total}"

@@ -12,6 +12,7 @@ from vlad.cli._options import (
     deprecated_alias,
     jobs_option,
     overwrite_option,
+    preset_defaults,
     verbosity_options,
     verification_options,
 )
@@ -20,19 +21,33 @@ from vlad.cli._reporting import (
     check_outputs,
     count,
     library_errors,
+    name_list,
     progress_bar,
     report_skipped,
 )
 from vlad.formats._names import printable
 from vlad.pipeline._search_run import search_index
 from vlad.search._asmk_files import is_asmk_index
-from vlad.search._reranking import DEFAULT_DEPTH
 from vlad.search._results import RESULT_SUFFIXES, SearchResults
-from vlad.search._spatial import MIN_INLIERS
 
 __all__ = ["search"]
 
 logger = logging.getLogger("vlad.cli")
+
+#: The parameters of the options that only a re-ranking reads, by re-ranking.
+_RERANKING_ONLY = {
+    "spatial": (
+        "rerank_depth",
+        "matching",
+        "ratio",
+        "model",
+        "reprojection_threshold",
+        "verify_keypoints",
+        "min_inliers",
+        "database_descriptors",
+    ),
+    "qe": ("qe_neighbours", "qe_alpha"),
+}
 
 
 def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
@@ -104,17 +119,28 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
 @click.option(
     "--rerank-depth",
     type=click.IntRange(min=1),
-    default=DEFAULT_DEPTH,
-    show_default=True,
-    help="Results per query verified by --rerank spatial.",
+    default=None,
+    help="Results per query verified by --rerank spatial."
+    + preset_defaults("depth", str),
 )
-@verification_options
+@verification_options(from_descriptors=True)
 @click.option(
     "--min-inliers",
     type=click.IntRange(min=1),
-    default=MIN_INLIERS,
+    default=None,
+    help="Inliers that verify a result of --rerank spatial."
+    + preset_defaults("min_inliers", str),
+)
+@click.option(
+    "--expand-verified",
+    type=click.IntRange(min=0),
+    default=0,
     show_default=True,
-    help="Inliers that verify a result of --rerank spatial.",
+    metavar="N",
+    help="After --rerank spatial, search again with each query's descriptors "
+    "and those of its first N verified images as one query; the verified "
+    "images keep their places, the second search ranks the rest (10 was "
+    "measured; 0: no second search).",
 )
 @click.option(
     "--database-descriptors",
@@ -146,9 +172,10 @@ def search(
     rerank: tuple[str, ...],
     qe_neighbours: int,
     qe_alpha: float,
-    rerank_depth: int,
+    rerank_depth: int | None,
     verification: dict,
-    min_inliers: int,
+    min_inliers: int | None,
+    expand_verified: int,
     database_descriptors: Path | None,
     parameters: str | None,
     multiple_assignment: int | None,
@@ -174,17 +201,24 @@ def search(
         vlad search asmk-index queries.npz --top 100 -o results.json
         vlad search index queries/ -c codebook.npz --rerank spatial \\
             --database-descriptors descriptors.npz -o results.json
+        vlad search asmk-index feats-aliked-n16.h5 --rerank spatial \\
+            --expand-verified 10 --database-descriptors feats-aliked-n16.h5
         vlad search index queries/ -c codebook.npz --html results.html \\
             --images photos/ --ground-truth ground_truth.json
     """
+    _check_reranking_options(click.get_current_context(), rerank)
     if "spatial" in rerank and database_descriptors is None:
         raise click.UsageError("--rerank spatial needs --database-descriptors")
+    if expand_verified and "spatial" not in rerank:
+        raise click.UsageError("--expand-verified needs --rerank spatial")
     check_outputs([path for path in (output, page.html) if path], overwrite)
     asmk = is_asmk_index(index_folder)
     if asmk and ("qe" in rerank or parameters is not None):
         raise click.UsageError(
             "--rerank qe and --parameters do not apply to an ASMK index"
         )
+    if not asmk and multiple_assignment is not None:
+        raise click.UsageError("--multiple-assignment applies only to an ASMK index")
     label = "Describing queries" if asmk else "Encoding queries"
     with library_errors():
         with progress_bar(verbosity, label) as progress:
@@ -199,6 +233,7 @@ def search(
                 rerank_depth=rerank_depth,
                 min_inliers=min_inliers,
                 verification=verification,
+                expand_verified=expand_verified,
                 database_descriptors=database_descriptors,
                 parameters=parameters,
                 multiple_assignment=multiple_assignment,
@@ -206,15 +241,22 @@ def search(
                 progress=progress,
             )
         if output is not None:
-            run.results.write(output)
+            run.results.write(output, overwrite=overwrite)
+    # The results file lists every query's reason; a table on stdout does not.
+    listed_in = output if output and output.suffix.lower() == ".json" else None
     if run.report is not None:
-        report_skipped(run.report, vectors=not asmk)
+        report_skipped(run.report, queries=True, advice=None, listed_in=listed_in)
     results = run.results
     for note in results.notes:
         logger.warning(note)
+    # One line per reason: queries without descriptors were told just above.
+    told = set(run.report.empty) if run.report is not None else set()
+    by_reason: dict[str, list[str]] = {}
     for result in results:
-        if result.reason:
-            logger.warning("%s: %s", result.query, result.reason)
+        if result.reason and result.query not in told:
+            by_reason.setdefault(result.reason, []).append(result.query)
+    for reason, names in by_reason.items():
+        logger.warning("%s: %s", name_list(names, listed_in), reason)
     if output is None:
         _print_table(results)
     else:
@@ -229,7 +271,35 @@ def search(
         if run.query_descriptors is not None:
             sets = (run.query_descriptors, run.database_descriptors)
         with library_errors():
-            write_results_page(page, results, queries, sets, n_jobs, verbosity)
+            write_results_page(
+                page,
+                results,
+                queries,
+                sets,
+                n_jobs,
+                verbosity,
+                overwrite,
+                run.max_pixels,
+            )
+
+
+def _check_reranking_options(ctx: click.Context, rerank: tuple[str, ...]) -> None:
+    """Refuse the options of a re-ranking that is not asked for: given without
+    it, they would change nothing."""
+    flags = {param.name: max(param.opts, key=len) for param in ctx.command.params}
+    for reranking, names in _RERANKING_ONLY.items():
+        if reranking in rerank:
+            continue
+        given = [
+            flags[name]
+            for name in names
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise click.UsageError(
+                f"{', '.join(given)} {verb} only with --rerank {reranking}"
+            )
 
 
 def _print_table(results: SearchResults) -> None:

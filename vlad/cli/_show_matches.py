@@ -43,7 +43,7 @@ def _check_suffix(ctx, param, value: Path) -> Path:
     callback=_check_suffix,
     help="The picture: .png or .jpg.",
 )
-@verification_options
+@verification_options()
 @click.option(
     "--height",
     type=click.IntRange(min=1),
@@ -83,6 +83,7 @@ def show_matches(
             output,
             descriptor_options=descriptor_options,
             max_height=height,
+            overwrite=overwrite,
             **verification,
         )
     logger.info(

@@ -2,6 +2,8 @@
 
 - :mod:`vlad.core._descriptors`: ragged descriptor sets (flat rows + offsets);
 - :mod:`vlad.core._codebook`: k-means codebooks;
+- :mod:`vlad.core._kmeans` and :mod:`vlad.core._kmeans_progress`: the k-means
+  back-ends, and the progress they report;
 - :mod:`vlad.core._adaptation`: codebooks adapted to a collection's descriptors;
 - :mod:`vlad.core._vocabularies`: several vocabularies in one codebook;
 - :mod:`vlad.core._assignment`: nearest-centre assignment;

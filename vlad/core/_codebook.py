@@ -32,6 +32,7 @@ from vlad.core._parameters import (
     SAMPLE,
     SPHERICAL,
 )
+from vlad.core._pool import Progress
 from vlad.core._validation import (
     as_float_matrix,
     as_record,
@@ -244,6 +245,7 @@ def fit_codebook(
     max_iter: int | None = None,
     spherical: bool = False,
     n_jobs: int | None = None,
+    progress: Progress | None = None,
 ) -> Codebook:
     """Fit k-means centres on a uniform sample of descriptors.
 
@@ -296,6 +298,14 @@ def fit_codebook(
     n_jobs : int or None, default=None
         Threads of k-means (None or -1: as many as the back-end uses by
         default, every core); they are set for the call only and restored.
+    progress : callable, optional
+        Called as ``progress(n_done, n_total)``: with 0 as k-means starts,
+        after each iteration (each step of mini-batch k-means) with the most
+        it runs as ``n_total``, and with ``n_total`` when it ends, early or
+        not. The centres are the same with or without it. With
+        scikit-learn, the iterations are read from what it prints with
+        ``verbose=1``, taken from ``sys.stdout`` meanwhile (other output
+        passes through).
 
     Returns
     -------
@@ -403,6 +413,7 @@ def fit_codebook(
         seed=seed,
         spherical=bool(spherical),
         n_threads=n_threads,
+        progress=progress,
     )
     centers = np.ldexp(centers.astype(descriptors.dtype, copy=False), -exponent)
     metadata = {

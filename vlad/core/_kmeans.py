@@ -1,10 +1,17 @@
 """K-means back-ends for codebooks: scikit-learn, faiss and spherical k-means.
 
 Each back-end is a function with one signature,
-``(training, n_clusters, *, algorithm, max_iter, seed, spherical, n_threads)``,
-that returns the ``(n_clusters, n_features)`` centres. They assume valid,
-finite input of a safe magnitude (:func:`vlad.fit_codebook` checks and scales
-it) and, when ``spherical``, rows already of unit length.
+``(training, n_clusters, *, algorithm, max_iter, seed, spherical, n_threads,
+progress)``, that returns the ``(n_clusters, n_features)`` centres. They
+assume valid, finite input of a safe magnitude (:func:`vlad.fit_codebook`
+checks and scales it) and, when ``spherical``, rows already of unit length.
+
+``progress``, when given, is called as ``progress(n_done, n_total)``: first
+with 0, then after each iteration (each mini-batch step), and last with
+``n_total`` also when k-means stopped early. It never changes the centres:
+scikit-learn then reports its iterations by printing them (see
+:mod:`vlad.core._kmeans_progress`), and faiss runs one iteration at a time,
+each from the centres of the last, as its own loop does.
 """
 
 from __future__ import annotations
@@ -14,8 +21,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._assignment import CHUNK_BYTES, assign_valid
+from vlad.core._kmeans_progress import finish_progress, printed_iterations
 from vlad.core._parallel import available_cores
+from vlad.core._pool import Progress
 
 __all__ = [
     "FAISS_MAX_ITER",
@@ -94,27 +104,41 @@ def sklearn_kmeans(
     seed: int | None,
     spherical: bool,
     n_threads: int | None,
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """scikit-learn's ``KMeans`` (``"lloyd"``) or ``MiniBatchKMeans``
     (``"minibatch"``); with ``spherical``, :func:`spherical_lloyd`."""
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
+    verbose = int(progress is not None)
     with _threadpool_limit(n_threads):
         if spherical:
-            return spherical_lloyd(training, n_clusters, max_iter, seed, n_threads)
+            return spherical_lloyd(
+                training, n_clusters, max_iter, seed, n_threads, progress=progress
+            )
         if algorithm == "lloyd":
+            n_total = max_iter
             estimator = KMeans(
-                n_clusters=n_clusters, n_init=1, max_iter=max_iter, random_state=seed
+                n_clusters=n_clusters,
+                n_init=1,
+                max_iter=max_iter,
+                random_state=seed,
+                verbose=verbose,
             )
         else:
+            batch_size = max(1024, 4 * n_clusters)
+            # MiniBatchKMeans's own count of steps: max_iter passes over the data.
+            n_total = max(1, (max_iter * training.shape[0]) // batch_size)
             estimator = MiniBatchKMeans(
                 n_clusters=n_clusters,
                 n_init=3,
                 max_iter=max_iter,
-                batch_size=max(1024, 4 * n_clusters),
+                batch_size=batch_size,
                 random_state=seed,
+                verbose=verbose,
             )
-        return estimator.fit(training).cluster_centers_
+        with printed_iterations(progress, n_total):
+            return estimator.fit(training).cluster_centers_
 
 
 def spherical_lloyd(
@@ -123,6 +147,8 @@ def spherical_lloyd(
     max_iter: int,
     seed: int | None,
     n_threads: int | None = None,
+    *,
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """Spherical k-means on unit rows: Lloyd's iterations whose centres are
     their members' mean scaled to unit length.
@@ -142,6 +168,9 @@ def spherical_lloyd(
     seed : int or None
     n_threads : int or None, default=None
         Threads of the assignment (None: every core).
+    progress : callable, optional
+        Called as ``progress(n_done, max_iter)``: 0 first, then after each
+        iteration, and ``max_iter`` when converged.
 
     Returns
     -------
@@ -159,7 +188,11 @@ def spherical_lloyd(
     centers = unit_rows(centers)
     rows = np.arange(training.shape[0])
     labels = None
-    for _ in range(max_iter):
+    if progress is not None:
+        progress(0, max_iter)
+    for iteration in range(max_iter):
+        if progress is not None and iteration:
+            progress(iteration, max_iter)
         new_labels = assign_valid(training, centers, CHUNK_BYTES, n_workers)
         if labels is not None and np.array_equal(new_labels, labels):
             break
@@ -177,6 +210,7 @@ def spherical_lloyd(
         lengths = np.linalg.norm(sums, axis=1)
         moved = lengths > 0
         centers[moved] = unit_rows(sums[moved])
+    finish_progress(progress, max_iter)
     return centers
 
 
@@ -189,11 +223,14 @@ def faiss_kmeans(
     seed: int | None,
     spherical: bool,
     n_threads: int | None,
+    progress: Progress | None = None,
 ) -> np.ndarray:
     """faiss's k-means (``faiss.Kmeans``: ``max_iter`` Lloyd's iterations in
     float32) on every training row, seeded by k-means++ up to
     ``KMEANS_PLUSPLUS_MAX_CLUSTERS`` centres and by random rows (faiss's own
     seeding) above; ``algorithm="two-level"`` is :func:`two_level_kmeans`.
+    With ``progress``, one iteration at a time (:func:`_faiss_iterations`),
+    which gives the same centres; the two-level fit reports when it ends.
 
     faiss seeds with random rows by default, which on a few well-separated
     clusters often puts two centres in one and never recovers. The seeds
@@ -206,7 +243,7 @@ def faiss_kmeans(
     except ImportError:
         raise ImportError(
             "backend='faiss' requires faiss; install it with: "
-            "pip install 'vlad-toolkit[faiss]'"
+            + install_command("faiss")
         ) from None
     training = np.ascontiguousarray(training, dtype=np.float32)
     if seed is None:
@@ -223,21 +260,27 @@ def faiss_kmeans(
                 next(levels, 0),
             )  # fmt: skip
 
-        return two_level_kmeans(training, n_clusters, fit, n_threads)
+        if progress is not None:
+            progress(0, max_iter)
+        centers = two_level_kmeans(training, n_clusters, fit, n_threads)
+        finish_progress(progress, max_iter)
+        return centers
     return _faiss_lloyd(
         faiss, training, n_clusters, max_iter, seed, spherical, n_threads,
-        KMEANS_PLUSPLUS_MAX_CLUSTERS,
+        KMEANS_PLUSPLUS_MAX_CLUSTERS, progress,
     )  # fmt: skip
 
 
 def _faiss_lloyd(
     faiss, training, n_clusters, max_iter, seed, spherical, n_threads,
-    plusplus_max_clusters,
+    plusplus_max_clusters, progress=None,
 ):  # fmt: skip
     """faiss's k-means of float32 ``training``, seeded by k-means++ up to
     ``plusplus_max_clusters`` centres, by faiss's random rows above."""
     n_training, n_features = training.shape
     seeds = None
+    if progress is not None:
+        progress(0, max_iter)
     if n_clusters <= plusplus_max_clusters:
         from sklearn.cluster import kmeans_plusplus
 
@@ -248,20 +291,23 @@ def _faiss_lloyd(
             candidates = training[np.sort(rng.choice(n_training, n_seeding, False))]
         with _threadpool_limit(n_threads):
             seeds, _ = kmeans_plusplus(candidates, n_clusters, random_state=rng)
-    kmeans = faiss.Kmeans(
-        n_features,
-        n_clusters,
-        niter=max_iter,
-        nredo=1,
-        seed=seed,
-        spherical=spherical,
-        verbose=False,
+    settings = {
+        "niter": max_iter,
+        "nredo": 1,
+        "seed": seed,
+        "spherical": spherical,
+        "verbose": False,
         # fit_codebook's `sample` is the one subsample: faiss's own (256 rows
         # per centre) and its warning below 39 rows per centre are turned off.
-        max_points_per_centroid=-(-n_training // n_clusters) + 1,
-        min_points_per_centroid=1,
-    )
+        "max_points_per_centroid": -(-n_training // n_clusters) + 1,
+        "min_points_per_centroid": 1,
+    }
     with _faiss_threads(faiss, n_threads):
+        if progress is not None:
+            return _faiss_iterations(
+                faiss, training, n_clusters, seeds, settings, progress
+            )
+        kmeans = faiss.Kmeans(n_features, n_clusters, **settings)
         kmeans.train(training, init_centroids=seeds)
     return kmeans.centroids
 
@@ -333,6 +379,49 @@ def _shares(sizes: np.ndarray, total: int) -> np.ndarray:
         shares[pick] += step
         remainders[pick] -= step
     return shares
+
+
+def _faiss_iterations(
+    faiss,
+    training: np.ndarray,
+    n_clusters: int,
+    seeds: np.ndarray | None,
+    settings: dict,
+    progress: Progress,
+) -> np.ndarray:
+    """faiss's k-means of ``settings`` (``faiss.Kmeans``'s keywords), one
+    iteration at a time, calling ``progress`` after each.
+
+    ``faiss.Kmeans.train`` makes a ``faiss.Clustering`` that starts from the
+    centres given (or from random rows), scales them to unit length when
+    spherical, then runs ``niter`` iterations, each ending with the same
+    scaling. The first call here is that with ``niter=1``; each later one
+    starts from the centres the last ended with, as the loop does, and so
+    must not scale them again: it is not spherical, and ``fvec_renorm_L2``
+    (faiss's scaling) follows it. The assignment is the same index as
+    ``Kmeans``'s: inner products when spherical, L2 otherwise.
+    """
+    n_features = training.shape[1]
+    max_iter, spherical = settings["niter"], settings["spherical"]
+    centroids = seeds
+    for iteration in range(max_iter):
+        parameters = faiss.ClusteringParameters()
+        for name, value in settings.items():
+            setattr(parameters, name, value)
+        parameters.niter = 1
+        parameters.spherical = spherical and iteration == 0
+        clustering = faiss.Clustering(n_features, n_clusters, parameters)
+        if centroids is not None:
+            faiss.copy_array_to_vector(centroids.ravel(), clustering.centroids)
+        index = (faiss.IndexFlatIP if spherical else faiss.IndexFlatL2)(n_features)
+        clustering.train(training, index)
+        centroids = faiss.vector_to_array(clustering.centroids).reshape(
+            n_clusters, n_features
+        )
+        if spherical and iteration:
+            faiss.fvec_renorm_L2(n_features, n_clusters, faiss.swig_ptr(centroids))
+        progress(iteration + 1, max_iter)
+    return centroids
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 
 from vlad.core._codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._kmeans_progress import part_progress
 from vlad.core._validation import check_positive_int, check_seed
 from vlad.errors import VladError
 
@@ -175,7 +176,8 @@ def fit_vocabularies(
         sample and its own k-means start. None: each unseeded.
     **fit_options
         Other keyword arguments of :func:`vlad.fit_codebook` (``sample``,
-        ``algorithm``, ``max_iter``).
+        ``algorithm``, ``max_iter``); its ``progress`` counts the iterations of
+        every vocabulary, one after the other.
 
     Returns
     -------
@@ -198,11 +200,13 @@ def fit_vocabularies(
     """
     n_vocabularies = check_positive_int(n_vocabularies, "n_vocabularies")
     seed = check_seed(seed)
+    progress = fit_options.pop("progress", None)
     codebooks = [
         fit_codebook(
             descriptors,
             n_clusters,
             seed=None if seed is None else seed + index,
+            progress=part_progress(progress, index, n_vocabularies),
             **fit_options,
         )
         for index in range(n_vocabularies)

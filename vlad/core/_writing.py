@@ -19,20 +19,27 @@ import errno
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from vlad.core._signals import deferred_signals
+
 __all__ = [
     "atomic_write",
     "atomic_writes",
+    "REPLACE_HINT",
     "check_writable_folder",
     "remove_stale_temporaries",
     "remove_stale_temporaries_in",
     "writer_gone",
 ]
 
+#: What a refusal to replace an output says, in the library's words and the
+#: command line's.
+REPLACE_HINT = "pass overwrite=True (--overwrite) to replace it"
 #: A hidden temporary name's tail: the writer's process id, a random token.
 _TEMPORARY_TAIL = re.compile(r"\.([0-9]+)\.[0-9a-f]{8}\.tmp\Z")
 #: A temporary file this old is stale whoever wrote it (a process id may have
@@ -61,10 +68,13 @@ def atomic_writes(
 
     Every file is written to a temporary file beside its target first; only
     when all were written are they moved into place, in the order given, the
-    last one last (when replacing, the old last one is removed just before:
-    a process killed among the moves leaves no last file, never a mixed set).
-    A failure while writing leaves every target as it was. The files get the
-    mode a newly created file gets (``0o666`` less the process's umask).
+    last one last (when replacing, the old last one is moved aside first: a
+    process killed among the moves leaves no last file, never a mixed set).
+    A failure while writing or moving, or a signal raised as an exception
+    before the last move, leaves every target as it was: the old files are
+    kept aside until the new ones are all in place, and put back otherwise.
+    The files get the mode a newly created file gets (``0o666`` less the
+    process's umask).
 
     Where the system allows (Linux), the temporary files have no name until
     they are complete, so nothing is left behind even when the process is
@@ -72,8 +82,9 @@ def atomic_writes(
     hidden files (``.NAME.PID.XXXXXXXX.tmp``) removed on any error the process
     sees (SIGTERM and Ctrl-C included, as exceptions). Replacing a target
     links a complete file to such a hidden name for the instant before the
-    rename; a process killed there leaves it, and the next call writing the
-    same target removes it (:func:`remove_stale_temporaries`).
+    rename, and the old files of several set aside have such names until the
+    new ones are in; a process killed there leaves them, and the next call
+    writing the same target removes them (:func:`remove_stale_temporaries`).
 
     Parameters
     ----------
@@ -100,7 +111,7 @@ def atomic_writes(
     if not overwrite:
         for target in targets:
             if os.path.lexists(target):
-                raise FileExistsError(f"{target} exists; pass overwrite to replace it")
+                raise FileExistsError(f"{target} exists; {REPLACE_HINT}")
     temporaries: list[_TemporaryFile] = []
     try:
         for target in targets:
@@ -135,33 +146,89 @@ def _why_not_written(
 def _publish(
     temporaries: list[_TemporaryFile], targets: list[Path], overwrite: bool
 ) -> None:
-    """Move finished temporary files onto their targets, in order; without
-    ``overwrite``, undo and refuse when a target appeared meanwhile.
+    """Move finished temporary files onto their targets, in order; on any
+    failure put every target back as it was, and without ``overwrite`` refuse
+    a target that appeared meanwhile.
 
     With several files, the last one's presence says the set is complete: when
-    it is replaced, the old one is removed first, so that a process killed
-    between two moves leaves the set incomplete (no last file), never new
-    files beside an old last file.
+    it is replaced, the old one is moved aside first, so that a process killed
+    among the moves leaves the set incomplete (no last file), never new files
+    beside an old last file. Each other old file is moved aside just before
+    its replacement moves in. An error or a signal (raised as an exception:
+    Ctrl-C, SIGTERM under the ``vlad`` command) before the last move puts the
+    old files back; signals wait meanwhile (:func:`deferred_signals`), so that
+    putting back is never cut short. The old files go once all moved in.
     """
-    if overwrite and len(targets) > 1:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(targets[-1])
-    published: list[Path] = []
-    for temporary, target in zip(temporaries, targets, strict=True):
+    moves = _Moves(aside=overwrite and len(targets) > 1)
+    with deferred_signals() as signals:
         try:
-            temporary.publish(target, overwrite)
-        except FileExistsError:
-            for path in published:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            raise FileExistsError(
-                f"{target} appeared while it was being written (another process "
-                "writing the same output?); it was not replaced: pass overwrite to "
-                "replace it"
-            ) from None
-        except OSError as error:  # named after the target, not the temporary
-            raise type(error)(error.errno, error.strerror, str(target)) from None
-        published.append(target)
+            moves.set_aside(targets[-1])
+            for temporary, target in zip(temporaries, targets, strict=True):
+                signals.raise_received()
+                moves.set_aside(target)
+                _publish_one(temporary, target, overwrite)
+                moves.published.append(target)
+        except BaseException:
+            moves.undo(targets)
+            raise
+        moves.forget()
+
+
+def _publish_one(temporary: _TemporaryFile, target: Path, overwrite: bool) -> None:
+    """:meth:`_TemporaryFile.publish`, its errors named after the target."""
+    try:
+        temporary.publish(target, overwrite)
+    except FileExistsError:
+        raise FileExistsError(
+            f"{target} appeared while it was being written (another process "
+            f"writing the same output?); it was not replaced: {REPLACE_HINT}"
+        ) from None
+    except OSError as error:  # named after the target, not the temporary
+        raise type(error)(error.errno, error.strerror, str(target)) from None
+
+
+class _Moves:
+    """The moves of :func:`_publish`, to undo on failure: the old files set
+    aside (with ``aside``), under hidden names that
+    :func:`remove_stale_temporaries` removes if the process is killed, and
+    the targets published."""
+
+    def __init__(self, *, aside: bool):
+        self.aside = aside
+        self.old: dict[Path, Path] = {}
+        self.published: list[Path] = []
+
+    def set_aside(self, target: Path) -> None:
+        """Move the file at ``target`` to a hidden name (not a folder, which
+        the publication then refuses; nothing when there is none)."""
+        if not self.aside or target in self.old:
+            return
+        try:
+            if stat.S_ISDIR(os.lstat(target).st_mode):
+                return
+        except FileNotFoundError:
+            return
+        hidden = _hidden_name(target)
+        os.rename(target, hidden)
+        self.old[target] = hidden
+
+    def undo(self, targets: list[Path]) -> None:
+        """Put each target back as it was, the last one last (the set is
+        whole again only when every file is back)."""
+        for target in targets:
+            hidden = self.old.pop(target, None)
+            with contextlib.suppress(OSError):
+                if hidden is not None:
+                    os.replace(hidden, target)
+                elif target in self.published:
+                    os.unlink(target)
+
+    def forget(self) -> None:
+        """Remove the old files set aside."""
+        for hidden in self.old.values():
+            with contextlib.suppress(OSError):
+                os.unlink(hidden)
+        self.old.clear()
 
 
 class _TemporaryFile:

@@ -195,18 +195,22 @@ class Evaluation:
             "per_query": {query.query: query.to_dict() for query in self.queries},
         }
 
-    def write(self, path: str | os.PathLike) -> None:
+    def write(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
         """Write :meth:`to_dict` as JSON, atomically.
 
         Parameters
         ----------
         path : str or os.PathLike
             The file to write.
+        overwrite : bool, default=True
+            Replace a file that exists. When False, one that exists, or that
+            another process writes meanwhile, is refused
+            (``FileExistsError``).
         """
         # ASCII JSON: names that are not UTF-8 (surrogate escapes) stay
         # readable back as the same strings.
         text = json.dumps(self.to_dict(), indent=1) + "\n"
-        with atomic_write(path) as handle:
+        with atomic_write(path, overwrite=overwrite) as handle:
             handle.write(text.encode("ascii"))
 
     def format_table(self, per_query: bool = False) -> str:

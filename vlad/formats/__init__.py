@@ -12,9 +12,9 @@
 - :mod:`vlad.formats._names`: image names on disk, any file name;
 - :mod:`vlad.formats._descriptor_files`: descriptors given as a file.
 
-What any vlad file holds (``vlad info``), index folders and search results
-included, is told by :mod:`vlad._info`, above both this package and
-:mod:`vlad.search`.
+What any vlad file holds (``vlad info``), index folders, search results and
+pages included, is told by :mod:`vlad._info`, above this package,
+:mod:`vlad.search` and :mod:`vlad.pages`.
 
 Codebooks and descriptor sets are saved by :meth:`vlad.Codebook.save` and
 :meth:`vlad.DescriptorSets.save` through :mod:`vlad.core._files`.

@@ -381,7 +381,7 @@ def open_descriptor_shards(folder: str | os.PathLike) -> ShardedDescriptorSets:
         raise VladError(
             f"{folder} is not a complete folder of descriptors: it has no "
             f"{MANIFEST_NAME} (the run writing it was interrupted or is still "
-            "running; resume it with --resume)"
+            "running; resume it with resume=True or --resume)"
         )
     record = read_json_object(manifest_path, "descriptors")
     if record.get("format") != "descriptor sets" or record.get("layout") != "shards":

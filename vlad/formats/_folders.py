@@ -13,7 +13,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from vlad.core._writing import writer_gone
+from vlad.core._signals import deferred_signals
+from vlad.core._writing import REPLACE_HINT, writer_gone
 
 __all__ = ["remove_stale_folders", "replace_folder"]
 
@@ -31,13 +32,17 @@ def replace_folder(
     The block writes into a hidden folder beside ``path``
     (``.NAME.PID.XXXXXXXX.partial``); on success it is renamed to ``path``,
     and on any error (SIGTERM and Ctrl-C included, as exceptions) it is
-    removed, and ``path`` is as it was. An existing ``path`` is replaced only
-    with ``overwrite``: where the system can (Linux's ``renameat2`` with
-    ``RENAME_EXCHANGE``), the two folders swap names in one step, so that
-    ``path`` always holds a whole folder, the old or the new; elsewhere the
-    old one is moved aside (``.NAME.PID.XXXXXXXX.old``) and the new one
-    renamed in, and an exception between the two moves the old one back.
-    The old one is then removed.
+    removed, and ``path`` is as it was. Without ``overwrite`` the rename
+    never replaces anything: a folder that another process put at ``path``
+    while the block ran (two runs writing the same index) stays, whole, and
+    this call removes its own folder and raises ``FileExistsError``. An
+    existing ``path`` is replaced only with ``overwrite``: where the system
+    can (Linux's ``renameat2`` with ``RENAME_EXCHANGE``), the two folders
+    swap names in one step, so that ``path`` always holds a whole folder,
+    the old or the new; elsewhere the old one is moved aside
+    (``.NAME.PID.XXXXXXXX.old``) and the new one renamed in, and an
+    exception between the two moves the old one back. The old one is then
+    removed.
 
     Hidden folders that a killed process left (SIGKILL, a power cut) are
     removed by the next call for the same ``path``: see
@@ -46,7 +51,8 @@ def replace_folder(
     Raises
     ------
     FileExistsError
-        ``path`` exists and ``overwrite`` is False (checked before the block).
+        ``path`` exists and ``overwrite`` is False (checked before the block),
+        or appeared while the block ran.
 
     Examples
     --------
@@ -61,7 +67,7 @@ def replace_folder(
     """
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass overwrite to replace it")
+        raise FileExistsError(f"{path} exists; {REPLACE_HINT}")
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"{path} exists and is not a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,11 +75,16 @@ def replace_folder(
     temporary = _hidden_folder(path, "partial")
     try:
         yield temporary
-        if path.exists():
+        if not _rename_new(temporary, path):
+            if not overwrite:
+                raise FileExistsError(
+                    f"{path} appeared while it was being written (another process "
+                    "writing the same output?); it was not replaced: pass "
+                    "overwrite to replace it"
+                )
             _swap_in(temporary, path)
-        else:
-            os.replace(temporary, path)
     except BaseException:
+        # Only this call's folder: whatever took the path stays as it is.
         shutil.rmtree(temporary, ignore_errors=True)
         raise
 
@@ -81,6 +92,33 @@ def replace_folder(
 def _hidden_folder(path: Path, kind: str) -> Path:
     prefix = f".{path.name}.{os.getpid()}."
     return Path(tempfile.mkdtemp(prefix=prefix, suffix=f".{kind}", dir=path.parent))
+
+
+def _rename_new(new: Path, path: Path) -> bool:
+    """Rename the folder ``new`` to ``path`` only if nothing is there: True
+    when done, False when ``path`` exists (and is left as it is).
+
+    In one step where the system can (Linux's ``renameat2`` with
+    ``RENAME_NOREPLACE``), so that another process that takes ``path`` at
+    the same instant is never replaced. Elsewhere ``os.rename``, which never
+    replaces a file, a link or a folder that holds anything (such as
+    another run's index), after a look that leaves only an empty folder
+    made in the instant between to be replaced.
+    """
+    done = _renameat2(new, path, _RENAME_NOREPLACE)
+    if done is not None:
+        return done
+    if os.path.lexists(path):
+        return False
+    try:
+        os.rename(new, path)
+    except OSError as error:
+        if error.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR) or (
+            os.path.lexists(path)  # Windows says so in its own words
+        ):
+            return False
+        raise
+    return True
 
 
 def _swap_in(new: Path, path: Path) -> None:
@@ -95,15 +133,19 @@ def _swap_in(new: Path, path: Path) -> None:
         return
     aside = _hidden_folder(path, "old")
     old = aside / path.name
-    try:
-        os.replace(path, old)
-        os.replace(new, path)
-    except BaseException:
-        # Whatever the moment: the old folder goes back if it was moved.
-        if os.path.lexists(old) and not os.path.lexists(path):
-            os.replace(old, path)
-        shutil.rmtree(aside, ignore_errors=True)
-        raise
+    # Signals wait (raised between the moves, or after), so that putting the
+    # old folder back is never cut short.
+    with deferred_signals() as signals:
+        try:
+            os.replace(path, old)
+            signals.raise_received()
+            os.replace(new, path)
+        except BaseException:
+            # Whatever the moment: the old folder goes back if it was moved.
+            if os.path.lexists(old) and not os.path.lexists(path):
+                os.replace(old, path)
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
     shutil.rmtree(aside, ignore_errors=True)
 
 
@@ -116,8 +158,9 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-#: renameat2's flag that swaps two names, and the "current folder" descriptor.
-_RENAME_EXCHANGE, _AT_FDCWD = 2, -100
+#: renameat2's flags that refuse to replace a name and that swap two names,
+#: and the "current folder" descriptor.
+_RENAME_NOREPLACE, _RENAME_EXCHANGE, _AT_FDCWD = 1, 2, -100
 
 
 def _exchange(first: Path, second: Path) -> bool:
@@ -130,12 +173,25 @@ def _exchange(first: Path, second: Path) -> bool:
     OSError
         The swap is possible but failed (permissions, another file system).
     """
+    return _renameat2(first, second, _RENAME_EXCHANGE) is True
+
+
+def _renameat2(source: Path, target: Path, flags: int) -> bool | None:
+    """Linux's ``renameat2(source, target, flags)``: True when done, False
+    when ``target`` exists (``RENAME_NOREPLACE``), None where the system or
+    the file system has no such call or flag.
+
+    Raises
+    ------
+    OSError
+        Any other failure (permissions, another file system).
+    """
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (AttributeError, OSError):  # a C library without it (glibc < 2.28)
-        return False
+        return None
     renameat2.argtypes = [
         ctypes.c_int,
         ctypes.c_char_p,
@@ -144,14 +200,16 @@ def _exchange(first: Path, second: Path) -> bool:
         ctypes.c_uint,
     ]
     result = renameat2(
-        _AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE
+        _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), flags
     )
     if result == 0:
         return True
     code = ctypes.get_errno()
     if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return None
+    if code == errno.EEXIST and flags == _RENAME_NOREPLACE:
         return False
-    raise OSError(code, os.strerror(code), str(second))
+    raise OSError(code, os.strerror(code), str(target))
 
 
 def remove_stale_folders(path: str | os.PathLike) -> list[Path]:

@@ -9,17 +9,18 @@ relative path such as ``db/0001.jpg`` is a group ``0001.jpg`` inside a group
 - local features (``extract_features.py``: SuperPoint, DISK, ALIKED...):
   datasets ``keypoints`` of shape (N, 2) (x, y in pixels of the original
   image, pixel centres at integers), ``descriptors`` of shape (D, N), one
-  *column* per keypoint, ``scores`` of shape (N,) (each keypoint's
-  detection score: vlad verifies with the strongest), and others vlad does
-  not read (``image_size``); float32, or float16 when written ``as_half``;
+  *column* per keypoint, how strong each keypoint is (one of
+  :data:`STRENGTH_DATASETS`, of shape (N,): vlad verifies with the
+  strongest), and others vlad does not read (``image_size``); float32, or
+  float16 when written ``as_half``;
 - global features (NetVLAD, ...): a dataset ``global_descriptor`` of shape
   (D,) per image, which ``pairs_from_retrieval.py`` compares by inner
   product.
 
 Image names are found as hloc's ``list_h5_names`` finds them: the groups that
 hold the dataset. Images come in the order of their names (Python's sort),
-whatever order the file keeps them in. Reading needs h5py
-(``pip install 'vlad-toolkit[hloc]'``).
+whatever order the file keeps them in. Reading needs h5py (the ``hloc``
+extra).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._validation import all_finite
 from vlad.errors import VladError
@@ -44,6 +46,7 @@ __all__ = [
     "open_local_features",
     "GLOBAL_DATASET",
     "LOCAL_DATASET",
+    "STRENGTH_DATASETS",
     "image_names",
     "import_h5py",
     "one_line",
@@ -57,8 +60,13 @@ HDF5_SUFFIXES = (".h5", ".hdf5")
 HLOC_EXTRACTOR = "hloc"
 #: The dataset of each image group that names a local and a global features file.
 LOCAL_DATASET, GLOBAL_DATASET = "descriptors", "global_descriptor"
-#: The dataset of each image group that holds its keypoints' detection scores.
-SCORES_DATASET = "scores"
+#: The datasets of an image group that say how strong each of its keypoints
+#: is, under every name hloc's extractors write, in the order they are looked
+#: for: ``scales``, the keypoints' sizes, which hloc's SIFT (its ``dog``
+#: extractor, SIFT and SOSNet) writes beside ``scores`` that are all 0;
+#: ``keypoint_scores``, the detection scores of its ALIKED and DISK; and
+#: ``scores``, those of SuperPoint, R2D2 and D2-Net.
+STRENGTH_DATASETS = ("scales", "keypoint_scores", "scores")
 #: Images read from the file at once when image after image is asked for.
 CHUNK_IMAGES = 64
 
@@ -70,7 +78,7 @@ def import_h5py():
     except ImportError:
         raise ImportError(
             "hloc's HDF5 feature files need h5py; install it with: "
-            "pip install 'vlad-toolkit[hloc]'"
+            + install_command("hloc")
         ) from None
     return h5py
 
@@ -169,11 +177,12 @@ class HlocLocalFeatures:
     and :meth:`to_sets` of all of them (in memory). Made by
     :func:`open_local_features`, which checks every image's layout first.
 
-    Keypoints are hloc's x and y, then, in place of the size, each
-    keypoint's detection score where the file keeps ``scores`` (hloc's
-    extractors do), so that spatial verification's ``max_keypoints`` keeps
-    the strongest detections, as it keeps SIFT's largest keypoints; 0
-    without scores. The angle, which hloc does not keep, is 0.
+    Keypoints are hloc's x and y, then, in place of the size, how strong
+    each keypoint is, read from the first of :data:`STRENGTH_DATASETS` that
+    the image's group holds (hloc's SIFT's sizes, the others' detection
+    scores), so that spatial verification's ``max_keypoints`` keeps the
+    strongest, as it keeps SIFT's largest keypoints; 0 where the group holds
+    none. The angle is 0.
 
     Parameters
     ----------
@@ -185,9 +194,12 @@ class HlocLocalFeatures:
     lengths : ndarray of int64 of shape (n_images,)
         Keypoints of each image, in the order of ``names``.
     metadata : dict
-        ``{"extractor": "hloc", "file": ..., "n_features": D, "dtype": ...}``:
-        the descriptors' kind is hloc's (their extractor is not recorded in
-        the file), with their dimension and their dtype in the file.
+        ``{"extractor": "hloc", "file": ..., "n_features": D, "dtype": ...,
+        "keypoint_strength": ...}``: the descriptors' kind is hloc's (their
+        extractor is not recorded in the file), with the file's name, their
+        dimension, their dtype in the file and the dataset read as each
+        keypoint's strength (None where no image holds one; names joined by
+        commas where images differ).
 
     Attributes
     ----------
@@ -231,8 +243,8 @@ class HlocLocalFeatures:
 
     def keypoints_of(self, index: int) -> np.ndarray:
         """Keypoint positions of image ``index``, an ``(N_t, 4)`` array of x,
-        y, size (the detection score where the file keeps ``scores``, else 0)
-        and angle (0).
+        y, size (the keypoint's strength, see the class, else 0) and angle
+        (0).
 
         Parameters
         ----------
@@ -294,19 +306,21 @@ class HlocLocalFeatures:
                 # Converted first: NumPy converts float16 faster in order.
                 descriptors[first:last] = block.astype(np.float32, copy=False).T
                 keypoints[first:last, :2] = positions
-                if SCORES_DATASET in file[name]:
-                    scores = file[f"{name}/{SCORES_DATASET}"][()]
-                    if scores.shape != (length,):
+                strength = _strength_dataset(file[name])
+                if strength is not None:
+                    values = file[f"{name}/{strength}"][()]
+                    if values.shape != (length,):
                         raise VladError(
-                            f"{self.path} changed while it was read: the scores of "
-                            f"{name!r} are not those it held when opened"
+                            f"{self.path} changed while it was read: the {strength} "
+                            f"of {name!r} are not those it held when opened"
                         )
-                    keypoints[first:last, 2] = scores
-        checked = (
-            (descriptors, "descriptors"),
-            (keypoints[:, :2], "keypoints"),
-            (keypoints[:, 2], "scores"),
-        )
+                    if not all_finite(values):
+                        raise VladError(
+                            f"{self.path} holds NaN or infinite {strength} (image "
+                            f"{name!r})"
+                        )
+                    keypoints[first:last, 2] = values
+        checked = ((descriptors, "descriptors"), (keypoints[:, :2], "keypoints"))
         for array, what in checked:
             if not all_finite(array):
                 raise VladError(
@@ -361,8 +375,9 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
     ValueError
         A file HDF5 cannot read (truncated, not HDF5), hloc's global features,
         or features not laid out as hloc's: descriptors not transposed,
-        missing keypoints, descriptors of several dimensions, ``scores`` that
-        are not one real number per keypoint (one line, naming the image).
+        missing keypoints, descriptors of several dimensions, keypoint
+        strengths (:data:`STRENGTH_DATASETS`) that are not one real number per
+        keypoint (one line, naming the image).
     ImportError
         h5py is not installed.
 
@@ -399,9 +414,12 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
             )
         lengths = np.empty(len(names), dtype=np.int64)
         dtypes: set[str] = set()
+        strengths: set[str] = set()
         n_features = first = None
         for index, name in enumerate(names):
-            width, length, dtype = _layout(file, name, path)
+            width, length, dtype, strength = _layout(file, name, path)
+            if strength is not None:
+                strengths.add(strength)
             if n_features is None:
                 n_features, first = width, name
             elif width != n_features:
@@ -417,13 +435,15 @@ def open_local_features(path: str | os.PathLike) -> HlocLocalFeatures:
         "file": path.name,
         "n_features": n_features,
         "dtype": ",".join(sorted(dtypes)),
+        "keypoint_strength": ",".join(sorted(strengths)) or None,
     }
     return HlocLocalFeatures(path, names, lengths, metadata)
 
 
-def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
-    """The descriptor dimension, number of keypoints and descriptor dtype of
-    image ``name``, checked against hloc's layout."""
+def _layout(file, name: str, path: Path) -> tuple[int, int, str, str | None]:
+    """The descriptor dimension, number of keypoints, descriptor dtype and
+    keypoint strength dataset (None without one) of image ``name``, checked
+    against hloc's layout."""
     h5py = import_h5py()
     descriptors = file[f"{name}/{LOCAL_DATASET}"]
     keypoints = file.get(f"{name}/keypoints")
@@ -454,20 +474,28 @@ def _layout(file, name: str, path: Path) -> tuple[int, int, str]:
             f"keypoints; expected (D, {length}), one column per keypoint"
             + (" (hloc stores them transposed)" if transposed else "")
         )
-    scores = file.get(f"{name}/{SCORES_DATASET}")
-    if scores is not None:
-        if not isinstance(scores, h5py.Dataset):
+    group = file[name]
+    strength = _strength_dataset(group)
+    if strength is not None:
+        values = group[strength]
+        if not isinstance(values, h5py.Dataset):
             raise VladError(
-                f"{where} has a group named {SCORES_DATASET!r}, not a dataset of "
-                "one score per keypoint"
+                f"{where} has a group named {strength!r}, not a dataset of one "
+                "value per keypoint"
             )
-        if scores.dtype.kind not in "fiu":
+        if values.dtype.kind not in "fiu":
             raise VladError(
-                f"{where} has scores of dtype {scores.dtype}; expected real numbers"
+                f"{where} has {strength} of dtype {values.dtype}; expected real numbers"
             )
-        if scores.shape != (length,):
+        if values.shape != (length,):
             raise VladError(
-                f"{where} has scores of shape {scores.shape} for {length} "
+                f"{where} has {strength} of shape {values.shape} for {length} "
                 f"keypoints; expected ({length},), one per keypoint"
             )
-    return int(descriptors.shape[0]), int(length), str(descriptors.dtype)
+    return int(descriptors.shape[0]), int(length), str(descriptors.dtype), strength
+
+
+def _strength_dataset(group) -> str | None:
+    """The first of :data:`STRENGTH_DATASETS` that ``group`` (an image's)
+    holds, or None."""
+    return next((name for name in STRENGTH_DATASETS if name in group), None)

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core._files import atomic_write, atomic_writes, read_numpy_file
-from vlad.core._writing import remove_stale_temporaries_in
+from vlad.core._writing import REPLACE_HINT, remove_stale_temporaries_in
 from vlad.errors import VladError
 from vlad.formats._names import names_from_json
 
@@ -188,7 +188,7 @@ def open_shards(folder: str | os.PathLike) -> ShardedVectors:
         raise VladError(
             f"{folder} is not a complete folder of vectors: it has no {MANIFEST_NAME} "
             "(the run writing it was interrupted or is still running; resume it "
-            "with --resume)"
+            "with resume=True or --resume)"
         )
     manifest = read_json_object(manifest_path)
     try:
@@ -261,8 +261,8 @@ class ShardWriter:
                 os.mkdir(self.folder)
             except FileExistsError:
                 raise FileExistsError(
-                    f"{self.folder} exists; pass overwrite to replace it or resume "
-                    "to finish it"
+                    f"{self.folder} exists; {REPLACE_HINT} or resume=True "
+                    "(--resume) to finish it"
                 ) from None
             return
         self.folder.mkdir(exist_ok=True)

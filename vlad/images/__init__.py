@@ -10,11 +10,15 @@
   of one image, and their options;
 - :mod:`vlad.images._detectors`: OpenCV's detectors by name, their thresholds,
   and binary descriptors unpacked to 0/1 values;
+- :mod:`vlad.images._learned`: the options of learned features (ALIKED, by
+  kornia) and their record;
+- :mod:`vlad.images._learned_batches`: images described by learned features,
+  in batches on a device;
 - :mod:`vlad.images._callables`: any Python callable as the extractor;
 - :mod:`vlad.images._extractors`: the options or the callable that describe a
   batch, checked against a codebook's;
-- :mod:`vlad.images._describe`: keypoints and descriptors of one image, by
-  either.
+- :mod:`vlad.images._describe`: keypoints and descriptors of one image, or of
+  image files in order, by any of them.
 
 Folders of images (batches, codebooks fitted on them, folders of shards, Dask)
 are :mod:`vlad.pipeline`'s.
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
         read_image,
         read_image_reduced,
     )
+    from vlad.images._learned import LearnedOptions
     from vlad.images._sift import (
         DESCRIPTOR_PARAMETERS,
         SiftOptions,
@@ -45,6 +50,7 @@ __getattr__, __dir__ = attach(
     {
         "DESCRIPTOR_PARAMETERS": "vlad.images._sift",
         "ImageReadError": "vlad.images._files",
+        "LearnedOptions": "vlad.images._learned",
         "SiftOptions": "vlad.images._sift",
         "capture_decoder_messages": "vlad.images._decoder_messages",
         "extract_sift": "vlad.images._sift",
@@ -58,6 +64,7 @@ __getattr__, __dir__ = attach(
 __all__ = [
     "DESCRIPTOR_PARAMETERS",
     "ImageReadError",
+    "LearnedOptions",
     "SiftOptions",
     "capture_decoder_messages",
     "extract_sift",

@@ -1,7 +1,9 @@
-"""What describes the images of a batch: OpenCV's features or a callable.
+"""What describes the images of a batch: OpenCV's features, learned features
+or a callable.
 
 The batch functions take ``descriptor_options`` (OpenCV SIFT, AKAZE or ORB,
-:class:`vlad.SiftOptions`) or an ``extractor`` (any callable,
+:class:`vlad.SiftOptions`, or learned features, ``features="aliked"``,
+:class:`vlad.images.LearnedOptions`) or an ``extractor`` (any callable,
 :class:`vlad.images._callables.CallableExtractor`); this module turns either
 into one object, checks that every image's descriptors have the same width,
 and that descriptors are of the kind a codebook was fitted on.
@@ -14,17 +16,22 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from vlad.core._codebook import Codebook
+from vlad.core._parameters import Parameter
 from vlad.core._validation import check_n_features
 from vlad.errors import VladError
 from vlad.formats._hloc import HLOC_EXTRACTOR
 from vlad.images._callables import EXTRACTOR_PREFIX, CallableExtractor, load_extractor
+from vlad.images._detectors import DETECTORS
 from vlad.images._files import ImageReadError
+from vlad.images._learned import LEARNED_EXTRACTORS, LearnedOptions
 from vlad.images._sift import SiftOptions
 
 __all__ = [
     "Extractor",
+    "FEATURES",
     "check_same_kind",
     "checked_widths",
+    "descriptor_kind",
     "descriptor_options_for",
     "extractor_for_codebook",
     "resolve_extractor",
@@ -32,30 +39,49 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: What describes images: OpenCV's features with their options, or a callable.
-Extractor = SiftOptions | CallableExtractor
+#: What describes images: OpenCV's or learned features with their options, or
+#: a callable.
+Extractor = SiftOptions | LearnedOptions | CallableExtractor
+#: The ``features`` of ``descriptor_options``: OpenCV's, or learned ones.
+FEATURES = Parameter(
+    "features",
+    str,
+    "sift",
+    "Local features: SIFT (128 values), the binary AKAZE (486 bits) or ORB "
+    "(256 bits), their bits unpacked to 0/1 values, or the learned ALIKED (128 "
+    "values; needs the learned extra).",
+    choices=tuple(sorted({*DETECTORS, *LEARNED_EXTRACTORS})),
+)
+_SIFT_FIELDS = {field.name for field in dataclasses.fields(SiftOptions)}
+_LEARNED_FIELDS = {field.name for field in dataclasses.fields(LearnedOptions)}
 
 
 def resolve_extractor(
     descriptor_options: Mapping | None, extractor: Callable | str | None
 ) -> Extractor:
-    """The options of OpenCV's features, or the callable ``extractor`` (a
-    callable, or its ``"package.module:function"`` name, imported).
+    """The options of OpenCV's or learned features, or the callable
+    ``extractor`` (a callable, or its ``"package.module:function"`` name,
+    imported).
 
-    With an ``extractor``, ``descriptor_options`` may hold ``max_pixels``
-    only.
+    Learned features (``descriptor_options["features"]`` one of
+    :data:`vlad.images._learned.LEARNED_EXTRACTORS`) are
+    :class:`vlad.images.LearnedOptions` with their weights found and hashed
+    (:meth:`~vlad.images.LearnedOptions.resolved`). With an ``extractor``,
+    ``descriptor_options`` may hold ``max_pixels`` only.
 
     Raises
     ------
     ValueError, TypeError
-        Bad options, or OpenCV options given with an extractor.
+        Bad options, options of other features than ``features``, OpenCV
+        options given with an extractor, or weights that cannot be read.
     ImportError
-        An extractor name that cannot be imported, or features this OpenCV
-        lacks.
+        An extractor name that cannot be imported, features this OpenCV
+        lacks, or learned features without PyTorch and kornia.
     """
     given = dict(descriptor_options or {})
     if extractor is None:
-        return SiftOptions(**given)
+        options = _options(given)
+        return options.resolved() if isinstance(options, LearnedOptions) else options
     if isinstance(extractor, CallableExtractor):
         extractor = extractor.function
     if isinstance(extractor, str):
@@ -67,6 +93,30 @@ def resolve_extractor(
             "not to a callable extractor; give one or the other"
         )
     return CallableExtractor(extractor, **given)
+
+
+def _options(given: dict) -> SiftOptions | LearnedOptions:
+    """The options ``given``: of learned features when ``given["features"]``
+    names them, else of OpenCV's; options of the other kind refused."""
+    learned = FEATURES.check(given.get("features", "sift")) in LEARNED_EXTRACTORS
+    kind, fields = (
+        (LearnedOptions, _LEARNED_FIELDS) if learned else (SiftOptions, _SIFT_FIELDS)
+    )
+    others = sorted(set(given) - fields)
+    misplaced = [name for name in others if name in _SIFT_FIELDS | _LEARNED_FIELDS]
+    if misplaced:
+        features = given.get("features", "sift")
+        owner = "OpenCV's features" if learned else "learned features (aliked)"
+        raise VladError(
+            f"descriptor options ({', '.join(misplaced)}) apply to {owner}, not "
+            f"to features={features!r}"
+        )
+    if others:
+        raise TypeError(
+            f"unknown descriptor options: {', '.join(others)}; expected some of "
+            f"{', '.join(sorted(_SIFT_FIELDS | _LEARNED_FIELDS))}"
+        )
+    return kind(**given)
 
 
 def checked_widths(
@@ -91,9 +141,11 @@ def checked_widths(
 
 def descriptor_options_for(
     codebook: Codebook, descriptor_options: Mapping | None
-) -> SiftOptions:
+) -> SiftOptions | LearnedOptions:
     """The codebook's recorded descriptor options (defaults if it has none,
-    with a warning), with ``descriptor_options`` replacing some."""
+    with a warning), with ``descriptor_options`` replacing some; features
+    of another kind than the codebook's made from ``descriptor_options``
+    alone."""
     record = _descriptor_record(codebook)
     recorded = _sift_options_of(record, "the codebook")
     if recorded is None and not record:
@@ -103,10 +155,28 @@ def descriptor_options_for(
             SiftOptions().kind,
         )
     given = dict(descriptor_options or {})
+    recorded = recorded or SiftOptions()
     if "features" in given:
-        # RootSIFT's default follows the features asked for, not the codebook's.
-        given.setdefault("root_sift", None)
-    return dataclasses.replace(recorded or SiftOptions(), **given)
+        learned = FEATURES.check(given["features"]) in LEARNED_EXTRACTORS
+        if learned != isinstance(recorded, LearnedOptions):
+            return _options(given)
+        if not learned:
+            # RootSIFT's default follows the features asked for, not the
+            # codebook's.
+            given.setdefault("root_sift", None)
+    fields = {field.name for field in dataclasses.fields(recorded)}
+    if set(given) - fields:
+        # Options of the other kind: refused, in _options's words.
+        _options({"features": recorded.features, **given})
+    return dataclasses.replace(recorded, **given)
+
+
+def descriptor_kind(record: Mapping) -> str:
+    """What a descriptor record's descriptors are, in words: the options'
+    ``kind`` (``"RootSIFT at detected keypoints"``), else the extractor's
+    name."""
+    options = _sift_options_of(dict(record), "the descriptors")
+    return options.kind if options else str(record.get("extractor"))
 
 
 def _descriptor_record(codebook: Codebook) -> Mapping:
@@ -120,11 +190,11 @@ def _descriptor_record(codebook: Codebook) -> Mapping:
     return record
 
 
-def _sift_options_of(record, whose: str) -> SiftOptions | None:
-    """The SIFT options of a descriptor record; None for an empty record or
-    another extractor's."""
+def _sift_options_of(record, whose: str) -> SiftOptions | LearnedOptions | None:
+    """The options (of OpenCV's or learned features) of a descriptor record;
+    None for an empty record or another extractor's."""
     try:
-        return SiftOptions.from_record(record)
+        return SiftOptions.from_record(record) or LearnedOptions.from_record(record)
     except ValueError as error:
         raise VladError(f"{whose} holds {error}") from None
 
@@ -156,6 +226,9 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
     recorded = _sift_options_of(codebook_record, "the codebook")
     if options is None or recorded is None:
         return
+    if isinstance(options, LearnedOptions) and isinstance(recorded, LearnedOptions):
+        _check_same_network(options, recorded)
+        return
     # Affine views shift every image's residuals: vectors of descriptors made
     # with and without them (or with other tilts) do not compare.
     kinds = [
@@ -173,6 +246,25 @@ def check_same_kind(descriptors: Extractor | Mapping | None, codebook: Codebook)
         )
 
 
+def _check_same_network(options: LearnedOptions, recorded: LearnedOptions) -> None:
+    """Raise ``ValueError`` if learned descriptors come from another network
+    or other weights than the codebook's (when both record them)."""
+    if options.model != recorded.model:
+        raise VladError(
+            f"the codebook was fitted on descriptors of {recorded.model} but these "
+            f"are of {options.model}; make them with model={recorded.model!r} or "
+            "fit a new codebook"
+        )
+    shas = options.weights_sha256, recorded.weights_sha256
+    if None not in shas and shas[0] != shas[1]:
+        raise VladError(
+            f"the codebook was fitted on descriptors of {recorded.model} with "
+            f"weights of SHA-256 {shas[1]} but these were made with weights of "
+            f"SHA-256 {shas[0]}; make them with the codebook's weights or fit a "
+            "new codebook"
+        )
+
+
 def extractor_for_codebook(
     codebook: Codebook,
     descriptor_options: Mapping | None,
@@ -180,12 +272,15 @@ def extractor_for_codebook(
 ) -> Extractor:
     """What makes descriptors for ``codebook``: the callable ``extractor`` if
     given, else OpenCV's features as the codebook records them (see
-    :func:`descriptor_options_for`); ``ValueError`` if they are not of the
-    codebook's kind or width."""
+    :func:`descriptor_options_for`; learned features resolve their weights
+    here, see :meth:`vlad.images.LearnedOptions.resolved`); ``ValueError`` if
+    they are not of the codebook's kind or width."""
     if extractor is None:
         chosen = descriptor_options_for(codebook, descriptor_options)
     else:
         chosen = resolve_extractor(descriptor_options, extractor)
+    if isinstance(chosen, LearnedOptions):
+        chosen = chosen.resolved()
     logger.debug("descriptors: %s", chosen.record())
     check_same_kind(chosen, codebook)
     check_n_features(chosen.n_features or codebook.n_features, codebook.n_features)

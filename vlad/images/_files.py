@@ -31,9 +31,11 @@ __all__ = [
     "MAX_PIXELS",
     "ImageFile",
     "ImageReadError",
+    "check_max_pixels",
     "find_images",
     "is_image_path",
     "jpeg_reduction",
+    "read_checked",
     "read_image",
     "read_image_reduced",
     "walk_images",
@@ -359,14 +361,45 @@ def read_image_reduced(
     >>> image.shape, full_shape
     ((75, 113), (300, 451))
     """
-    if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)):
-        raise TypeError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
-    if max_pixels < 0:
-        raise VladError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+    max_pixels = check_max_pixels(max_pixels)
     if isinstance(min_side, bool) or not isinstance(min_side, (int, np.integer)):
         raise TypeError(f"min_side must be an integer >= 0; got {min_side!r}")
     if min_side < 0:
         raise VladError(f"min_side must be an integer >= 0; got {min_side!r}")
+    encoded, header = read_checked(path, max_pixels)
+    reduction = jpeg_reduction(header, min_side)
+    image = _decode(path, encoded, header, reduction, colour)
+    full_shape = (header.height, header.width)
+    if (image.shape[0] > image.shape[1]) != (header.height > header.width):
+        full_shape = full_shape[::-1]  # turned by its EXIF orientation
+    return image, full_shape
+
+
+def check_max_pixels(max_pixels: int) -> int:
+    """``max_pixels`` as an int, refused unless an integer >= 0."""
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)):
+        raise TypeError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+    if max_pixels < 0:
+        raise VladError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+    return int(max_pixels)
+
+
+def read_checked(
+    path: str | os.PathLike, max_pixels: int = MAX_PIXELS
+) -> tuple[bytes, ImageHeader]:
+    """The bytes of an image file and what its header declares, checked as
+    before decoding: a regular, non-empty, complete file of a format of
+    :data:`~vlad.images._headers.FORMATS`, of at most ``max_pixels`` pixels
+    (0: no limit). Nothing is decoded.
+
+    Raises
+    ------
+    ImageReadError
+        Any of those checks fails; the reason is one line.
+    TypeError, ValueError
+        ``max_pixels`` is not an integer >= 0.
+    """
+    max_pixels = check_max_pixels(max_pixels)
     encoded = _read_file(path, max_pixels)
     truncated = truncated_format(encoded)
     if truncated:
@@ -381,12 +414,7 @@ def read_image_reduced(
             f"{header.width} x {header.height} pixels is more than max_pixels="
             f"{max_pixels} (raise the limit to read it)",
         )
-    reduction = jpeg_reduction(header, min_side)
-    image = _decode(path, encoded, header, reduction, colour)
-    full_shape = (header.height, header.width)
-    if (image.shape[0] > image.shape[1]) != (header.height > header.width):
-        full_shape = full_shape[::-1]  # turned by its EXIF orientation
-    return image, full_shape
+    return encoded, header
 
 
 def jpeg_reduction(header: ImageHeader, min_side: int) -> int:

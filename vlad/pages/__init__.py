@@ -5,8 +5,8 @@ network, and pictures of spatial verification's inliers.
 a ground truth when given), :func:`write_evaluation_page` the metrics, a
 precision-recall curve, mAP by tag and the queries of lowest AP, and
 :func:`write_matches_picture` two images side by side with their inlier
-correspondences. Thumbnails are made with Pillow (``pip install
-'vlad-toolkit[html]'``) and kept in a folder beside each page.
+correspondences. Thumbnails are made with Pillow (the ``html`` extra) and
+kept in a folder beside each page.
 """
 
 from typing import TYPE_CHECKING

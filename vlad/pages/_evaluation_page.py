@@ -16,10 +16,11 @@ from vlad.errors import VladError
 from vlad.evaluation._curves import RECALL_LEVELS, mean_interpolated_precision
 from vlad.evaluation._ground_truth import ground_truth_from_mapping
 from vlad.evaluation._scoring import Evaluation, QueryEvaluation
+from vlad.images._files import MAX_PIXELS, check_max_pixels
 from vlad.pages._cards import hit_card, query_card, relevance
 from vlad.pages._charts import bar_chart, line_chart
-from vlad.pages._html import escape, html_page, percent
-from vlad.pages._search_page import PageReport
+from vlad.pages._html import PAGE_TITLES, escape, html_page, percent
+from vlad.pages._search_page import PageReport, page_report
 from vlad.pages._thumbnails import (
     ImageFolders,
     Thumbnail,
@@ -29,6 +30,7 @@ from vlad.pages._thumbnails import (
     page_folder,
     prune_folder,
     require_pillow,
+    sibling_files,
 )
 
 __all__ = ["N_HITS", "N_WORST", "write_evaluation_page"]
@@ -53,6 +55,8 @@ def write_evaluation_page(
     n_hits: int = N_HITS,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    max_pixels: int = MAX_PIXELS,
+    overwrite: bool = True,
 ) -> PageReport:
     """Write the evaluation report to ``path`` (atomically), its thumbnails in
     the folder beside it.
@@ -74,7 +78,7 @@ def write_evaluation_page(
         Queries of lowest AP shown with their hits.
     n_hits : int, default=5
         Hits shown of each.
-    n_jobs, progress
+    n_jobs, progress, max_pixels, overwrite
         As in :func:`vlad.pages.write_search_page`.
 
     Returns
@@ -85,12 +89,12 @@ def write_evaluation_page(
     Raises
     ------
     ImportError
-        Pillow is not installed (``pip install 'vlad-toolkit[html]'``).
+        Pillow is not installed (the ``html`` extra).
     ValueError
         A malformed ground truth, image folders with no images, or counts
         below 1.
     """
-    path = check_page_path(path)
+    path = check_page_path(path, overwrite=overwrite)
     if not isinstance(evaluation, Evaluation):
         raise TypeError(
             f"evaluation must be an Evaluation; got {type(evaluation).__name__}"
@@ -98,6 +102,7 @@ def write_evaluation_page(
     for value, name in ((n_worst, "n_worst"), (n_hits, "n_hits")):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise VladError(f"{name} must be an int >= 1; got {value!r}")
+    max_pixels = check_max_pixels(max_pixels)
     require_pillow()
     truth = ground_truth_from_mapping(ground_truth, "ground_truth")
     worst = _worst(evaluation, n_worst)
@@ -109,8 +114,16 @@ def write_evaluation_page(
     folder = page_folder(path) / "thumbnails"
     if any(source is not None for source in distinct):
         folder.mkdir(parents=True, exist_ok=True)
+    elsewhere = sibling_files(path, "thumbnails")
     jobs = [
-        functools.partial(make_thumbnail, source, folder, path.parent)
+        functools.partial(
+            make_thumbnail,
+            source,
+            folder,
+            path.parent,
+            max_pixels=max_pixels,
+            elsewhere=elsewhere,
+        )
         for source in distinct
     ]
     made = make_files(jobs, n_jobs=n_jobs, progress=progress)
@@ -131,21 +144,13 @@ def write_evaluation_page(
         parts.append(
             _worst_row(query, shown, named, n_shown, thumbnails, queries, database)
         )
-    page = html_page("vlad evaluation", "\n".join(parts))
-    with atomic_write(path) as handle:
+    page = html_page(PAGE_TITLES["evaluation report"], "\n".join(parts))
+    with atomic_write(path, overwrite=overwrite) as handle:
         handle.write(page.encode("utf-8"))
     prune_folder(
         folder, [Path(thumb.relative).name for thumb in made if thumb.relative]
     )
-    return PageReport(
-        path,
-        page_folder(path),
-        len(worst),
-        len(evaluation.queries),
-        sum(1 for thumb in thumbnails.values() if thumb.relative),
-        sum(1 for thumb in thumbnails.values() if thumb.reused),
-        sum(1 for thumb in thumbnails.values() if thumb.relative is None),
-    )
+    return page_report(path, len(worst), len(evaluation.queries), thumbnails)
 
 
 def _worst(evaluation: Evaluation, n_worst: int) -> list[QueryEvaluation]:

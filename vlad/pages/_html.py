@@ -20,6 +20,7 @@ import unicodedata
 from urllib.parse import quote
 
 __all__ = [
+    "PAGE_TITLES",
     "RELEVANCE_LABELS",
     "STYLE",
     "escape",
@@ -29,6 +30,12 @@ __all__ = [
     "url",
     "visible",
 ]
+
+#: The title of each kind of page vlad writes (what ``vlad info`` tells them by).
+PAGE_TITLES = {
+    "search page": "vlad search results",
+    "evaluation report": "vlad evaluation",
+}
 
 #: Relevance of an image to a query, by ground truth: the text shown and the
 #: class that colours its card (text and colour together, never colour alone).

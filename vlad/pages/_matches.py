@@ -15,7 +15,9 @@ from vlad.core._files import atomic_write
 from vlad.core._validation import as_float_matrix, check_positive_int
 from vlad.errors import VladError
 from vlad.images._describe import describe_image_with_keypoints
-from vlad.images._files import ImageReadError
+from vlad.images._extractors import resolve_extractor
+from vlad.images._files import MAX_PIXELS, ImageReadError, read_checked
+from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
 from vlad.search._spatial import (
     LOWE_RATIO,
@@ -58,27 +60,33 @@ class MatchesPicture:
     n_inliers: int
 
 
-def read_colour_image(path: str | os.PathLike) -> np.ndarray:
+def read_colour_image(
+    path: str | os.PathLike, *, max_pixels: int = MAX_PIXELS
+) -> np.ndarray:
     """An image file as an 8-bit BGR array, EXIF orientation applied (as
     :func:`vlad.images.read_image` reads it in grey).
+
+    Parameters
+    ----------
+    path : path-like
+        A JPEG, PNG, BMP, TIFF or WebP file.
+    max_pixels : int, default=MAX_PIXELS
+        Refuse an image whose header declares more pixels, before decoding
+        it; 0 for no limit.
 
     Raises
     ------
     ImageReadError
-        The file cannot be read or decoded.
+        The file cannot be read or decoded, or declares more than
+        ``max_pixels`` pixels.
     """
     import cv2
 
+    encoded, _ = read_checked(path, max_pixels)
     try:
-        encoded = Path(path).read_bytes()
-    except OSError as error:
-        raise ImageReadError(path, error.strerror or str(error)) from None
-    image = None
-    if encoded:
-        try:
-            image = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_COLOR)
-        except cv2.error:
-            image = None
+        image = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        image = None
     if image is None or image.size == 0:
         raise ImageReadError(path, "not an image that OpenCV can decode")
     return image
@@ -213,13 +221,14 @@ def write_matches_picture(
     image: str | os.PathLike,
     output: str | os.PathLike,
     *,
-    descriptor_options: SiftOptions | dict | None = None,
+    descriptor_options: SiftOptions | LearnedOptions | dict | None = None,
     matching: str = "mutual+ratio",
     model: str = "fundamental",
     ratio: float = LOWE_RATIO,
     reprojection_threshold: float | None = None,
     max_keypoints: int | None = MAX_KEYPOINTS,
     max_height: int | None = 600,
+    overwrite: bool = True,
 ) -> MatchesPicture:
     """Verify ``image`` against ``query`` as spatial re-ranking does, and
     write the picture of the inlier correspondences.
@@ -230,13 +239,18 @@ def write_matches_picture(
         Image files.
     output : path-like
         ``.png`` or ``.jpg``; written atomically (replaced if it exists).
-    descriptor_options : SiftOptions or dict, optional
-        How keypoints and descriptors are made (as ``vlad extract``'s); the
-        defaults of :class:`vlad.images.SiftOptions` when not given.
+    descriptor_options : SiftOptions, LearnedOptions or dict, optional
+        How keypoints and descriptors are made (as ``vlad extract``'s: a
+        dict of SIFT's options, or of learned features' with
+        ``features="aliked"``); the defaults of
+        :class:`vlad.images.SiftOptions` when not given.
     matching, model, ratio, reprojection_threshold, max_keypoints
         As in :func:`vlad.search.inlier_matches`.
     max_height : int or None, default=600
         Height of the picture at most; None keeps the taller image's.
+    overwrite : bool, default=True
+        Replace a picture that exists. When False, one that exists, or that
+        another process writes meanwhile, is refused (``FileExistsError``).
 
     Returns
     -------
@@ -266,10 +280,15 @@ def write_matches_picture(
         raise VladError(
             f"output must end in {', '.join(MATCHES_SUFFIXES)}; got {str(output)!r}"
         )
+    if not overwrite and os.path.lexists(output):
+        raise FileExistsError(f"{output} exists; pass overwrite to replace it")
     if isinstance(descriptor_options, dict):
-        descriptor_options = SiftOptions(**descriptor_options)
+        descriptor_options = resolve_extractor(descriptor_options, None)
     options = descriptor_options or SiftOptions()
-    pictures = [read_colour_image(query), read_colour_image(image)]
+    pictures = [
+        read_colour_image(path, max_pixels=options.max_pixels)
+        for path in (query, image)
+    ]
     features = [describe_image_with_keypoints(path, options) for path in (query, image)]
     n_matches = len(
         match_descriptors(
@@ -293,6 +312,6 @@ def write_matches_picture(
         max_height=max_height,
         caption=f"{len(pairs)} inliers of {n_matches} matches ({model})",
     )
-    with atomic_write(output) as handle:
+    with atomic_write(output, overwrite=overwrite) as handle:
         handle.write(encode_picture(picture, output.suffix))
     return MatchesPicture(picture, n_matches, len(pairs))

@@ -30,9 +30,9 @@ from vlad.evaluation._ground_truth import (
     load_ground_truth,
 )
 from vlad.evaluation._scoring import evaluate
-from vlad.images._files import ImageReadError
+from vlad.images._files import MAX_PIXELS, ImageReadError, check_max_pixels
 from vlad.pages._cards import hit_card, query_card, relevance
-from vlad.pages._html import escape, html_page, percent
+from vlad.pages._html import PAGE_TITLES, escape, html_page, percent
 from vlad.pages._matches import draw_matches, encode_picture, read_colour_image
 from vlad.pages._thumbnails import (
     ImageFolders,
@@ -43,6 +43,8 @@ from vlad.pages._thumbnails import (
     page_folder,
     prune_folder,
     require_pillow,
+    reuse_file,
+    sibling_files,
     source_key,
     write_file_atomically,
 )
@@ -114,6 +116,9 @@ class PageReport:
         Distinct images shown as a placeholder (not found, unreadable).
     n_matches : int
         Pictures of inliers linked.
+    unreadable : tuple of (Path, str)
+        The images found that have no thumbnail, and why (unreadable, or of
+        more pixels than the limit).
     """
 
     path: Path
@@ -124,6 +129,33 @@ class PageReport:
     n_reused: int
     n_placeholders: int
     n_matches: int = 0
+    unreadable: tuple[tuple[Path, str], ...] = ()
+
+
+def page_report(
+    path: Path,
+    n_queries: int,
+    n_total: int,
+    thumbnails: Mapping[Path | None, Thumbnail],
+    n_matches: int = 0,
+) -> PageReport:
+    """The :class:`PageReport` of a page written to ``path`` with
+    ``thumbnails`` (by their images)."""
+    return PageReport(
+        path,
+        page_folder(path),
+        n_queries,
+        n_total,
+        sum(1 for thumb in thumbnails.values() if thumb.relative),
+        sum(1 for thumb in thumbnails.values() if thumb.reused),
+        sum(1 for thumb in thumbnails.values() if thumb.relative is None),
+        n_matches,
+        tuple(
+            (source, thumb.problem.removeprefix("cannot read the image: "))
+            for source, thumb in thumbnails.items()
+            if source is not None and thumb.relative is None and thumb.problem
+        ),
+    )
 
 
 def write_search_page(
@@ -137,6 +169,8 @@ def write_search_page(
     descriptor_sets: tuple[DescriptorSets, DescriptorSets] | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    max_pixels: int = MAX_PIXELS,
+    overwrite: bool = True,
 ) -> PageReport:
     """Write the search page of ``results`` to ``path`` (atomically), its
     thumbnails in the folder beside it (see :mod:`vlad.pages._thumbnails`).
@@ -169,6 +203,14 @@ def write_search_page(
         Images made at once, on threads; None or -1 for every core.
     progress : callable, optional
         Called as ``progress(n_done, n_total)`` after each image made.
+    max_pixels : int, default=MAX_PIXELS
+        Images whose header declares more pixels are not decoded, as
+        :func:`vlad.images.read_image` refuses them: they show a placeholder
+        and :attr:`PageReport.unreadable` lists them. 0 for no limit.
+    overwrite : bool, default=True
+        Replace a page that exists. When False, one that exists is refused
+        before anything is made, and one that another process writes
+        meanwhile is never replaced (``FileExistsError``).
 
     Returns
     -------
@@ -177,17 +219,18 @@ def write_search_page(
     Raises
     ------
     ImportError
-        Pillow is not installed (``pip install 'vlad-toolkit[html]'``).
+        Pillow is not installed (the ``html`` extra).
     ValueError
         A bad limit, a malformed ground truth or one that names none of the
         queries, or image folders with no images.
     """
-    path = check_page_path(path)
+    path = check_page_path(path, overwrite=overwrite)
     if not isinstance(results, SearchResults):
         raise TypeError(
             f"results must be a SearchResults; got {type(results).__name__}"
         )
     limit = _check_limit(limit)
+    max_pixels = check_max_pixels(max_pixels)
     require_pillow()
     truth, scores = _judge(results, ground_truth)
     shown = _shown_queries(results.queries, scores, limit)
@@ -198,12 +241,26 @@ def write_search_page(
     distinct = list(dict.fromkeys(sources))
     thumbnail_folder = folder / "thumbnails"
     matches_folder = folder / "matches"
+    elsewhere = sibling_files(path, "thumbnails")
     jobs = [
-        functools.partial(make_thumbnail, source, thumbnail_folder, path.parent)
+        functools.partial(
+            make_thumbnail,
+            source,
+            thumbnail_folder,
+            path.parent,
+            max_pixels=max_pixels,
+            elsewhere=elsewhere,
+        )
         for source in distinct
     ]
     wanted = _matches_jobs(
-        shown, results.record, descriptor_sets, queries, database, matches_folder, path
+        shown,
+        results.record,
+        descriptor_sets,
+        (queries, database),
+        matches_folder,
+        path,
+        max_pixels,
     )
     if any(source is not None for source in distinct) or wanted:
         thumbnail_folder.mkdir(parents=True, exist_ok=True)
@@ -221,23 +278,15 @@ def write_search_page(
         if relative is not None
     }
     body = _body(results, shown, truth, scores, thumbnails, matches, queries, database)
-    with atomic_write(path) as handle:
-        handle.write(html_page("vlad search results", body, SCRIPT).encode("utf-8"))
+    with atomic_write(path, overwrite=overwrite) as handle:
+        page = html_page(PAGE_TITLES["search page"], body, SCRIPT)
+        handle.write(page.encode("utf-8"))
     kept = [
         Path(thumb.relative).name for thumb in thumbnails.values() if thumb.relative
     ]
     prune_folder(thumbnail_folder, kept)
     prune_folder(matches_folder, [Path(relative).name for relative in matches.values()])
-    return PageReport(
-        path,
-        folder,
-        len(shown),
-        len(results.queries),
-        sum(1 for thumb in thumbnails.values() if thumb.relative),
-        sum(1 for thumb in thumbnails.values() if thumb.reused),
-        sum(1 for thumb in thumbnails.values() if thumb.relative is None),
-        len(matches),
-    )
+    return page_report(path, len(shown), len(results.queries), thumbnails, len(matches))
 
 
 def _check_limit(limit: int | None) -> int | None:
@@ -294,15 +343,18 @@ def _matches_jobs(
     shown: list[QueryResult],
     record: dict,
     descriptor_sets: tuple[DescriptorSets, DescriptorSets] | None,
-    queries: ImageFolders,
-    database: ImageFolders,
+    folders: tuple[ImageFolders, ImageFolders],
     folder: Path,
     page: Path,
+    max_pixels: int,
 ) -> list[tuple[tuple[str, str], functools.partial]]:
     """``((query, image), job)`` for each verified hit whose pair of image
-    files is known: the job makes the picture of its inliers."""
+    files is known: the job makes the picture of its inliers (or reuses it,
+    from this page's folder or another's beside it)."""
     if descriptor_sets is None:
         return []
+    queries, database = folders
+    elsewhere = sibling_files(page, "matches")
     query_sets, database_sets = descriptor_sets
     recorded = record.get("spatial_verification") or {}
     min_inliers = recorded.get("min_inliers", MIN_INLIERS)
@@ -346,6 +398,8 @@ def _matches_jobs(
                 settings,
                 folder,
                 page.parent,
+                max_pixels,
+                elsewhere,
             )
             wanted.append(((result.query, name), job))
     return wanted
@@ -359,9 +413,12 @@ def _matches_picture(
     settings: dict,
     folder: Path,
     page_parent: Path,
+    max_pixels: int,
+    elsewhere: dict[str, Path],
 ) -> str | None:
-    """The picture of a hit's inliers in ``folder`` (reused when there); its
-    path relative to the page's folder, or None when an image is unreadable."""
+    """The picture of a hit's inliers in ``folder`` (reused when there or in
+    ``elsewhere``); its path relative to the page's folder, or None when an
+    image is unreadable."""
     digest = hashlib.sha256()
     try:
         for part in (source_key(query_path), source_key(image_path)):
@@ -375,8 +432,15 @@ def _matches_picture(
     relative = target.relative_to(page_parent).as_posix()
     if target.is_file() and target.stat().st_size > 0:
         return relative
+    other = elsewhere.get(target.name)
+    if other is not None and other.is_file() and other.stat().st_size > 0:
+        if reuse_file(other, target):
+            return relative
     try:
-        pictures = [read_colour_image(query_path), read_colour_image(image_path)]
+        pictures = [
+            read_colour_image(query_path, max_pixels=max_pixels),
+            read_colour_image(image_path, max_pixels=max_pixels),
+        ]
     except ImageReadError:
         return None
     pairs = inlier_matches(*query_features, *features, **settings)

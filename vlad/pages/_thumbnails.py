@@ -3,12 +3,18 @@ folder beside the page; and finding an image's file from its name.
 
 A page ``results.html`` keeps its images in ``results_files/``: thumbnails in
 ``results_files/thumbnails/``, at most :data:`THUMBNAIL_SIZE` pixels on their
-longer side, EXIF orientation applied, as JPEG. A thumbnail's file name is a
-hash of its source's path, size and modification time and of the thumbnail
-size, so the next page over the same images reuses it, and a changed image
-gets a new one. Files the page no longer shows are removed (only files named
-as vlad names them), so the folder holds what the page needs and moves with
-it.
+longer side, EXIF orientation applied, as JPEG. An image is read as
+:func:`vlad.images.read_image` reads it: its header first, and one of more
+pixels than the limit is never decoded.
+
+A thumbnail's file name is a hash of its source's path, size, modification
+and status-change times and file number (inode) and of the thumbnail size: a
+changed or replaced image gets a new one, even when its size and modification
+time were kept. So the next page over the same images reuses it: from its own
+folder, or from another page's folder beside it (linked, or copied where the
+file system cannot link). Files the page no longer shows are removed (only
+files named as vlad names them), so the folder holds what the page needs and
+moves with it.
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.core._pool import Progress, map_in_order
 from vlad.errors import VladError
-from vlad.images._files import find_images
+from vlad.images._files import MAX_PIXELS, ImageReadError, find_images, read_checked
 from vlad.pages._html import escape, url
 
 __all__ = [
+    "GENERATED",
     "THUMBNAIL_SIZE",
     "ImageFolders",
     "Thumbnail",
@@ -40,6 +48,8 @@ __all__ = [
     "page_folder",
     "prune_folder",
     "require_pillow",
+    "reuse_file",
+    "sibling_files",
     "source_key",
     "write_file_atomically",
 ]
@@ -49,7 +59,7 @@ THUMBNAIL_SIZE = 160
 #: JPEG quality of thumbnails: about 6 KB for a 160 x 120 photo.
 THUMBNAIL_QUALITY = 85
 #: How vlad names the files it makes in a page's folder.
-_GENERATED = re.compile(r"[0-9a-f]{24}\.jpg")
+GENERATED = re.compile(r"[0-9a-f]{24}\.jpg")
 
 
 def require_pillow():
@@ -60,7 +70,7 @@ def require_pillow():
     except ImportError:
         raise ImportError(
             "the HTML pages make thumbnails with Pillow; install it with: "
-            "pip install 'vlad-toolkit[html]'"
+            + install_command("html")
         ) from None
     return PIL
 
@@ -144,14 +154,16 @@ class Thumbnail:
         )
 
 
-def check_page_path(page: str | os.PathLike) -> Path:
-    """``page`` as a Path, refused when its folder does not exist or it is a
-    folder itself."""
+def check_page_path(page: str | os.PathLike, *, overwrite: bool = True) -> Path:
+    """``page`` as a Path, refused when its folder does not exist, it is a
+    folder itself, or (without ``overwrite``) it exists."""
     page = Path(page)
     if not page.parent.is_dir():
         raise FileNotFoundError(f"no such folder: {page.parent} (for the page {page})")
     if page.is_dir():
         raise VladError(f"{page} is a folder; a page is written to a file")
+    if not overwrite and os.path.lexists(page):
+        raise FileExistsError(f"{page} exists; pass overwrite to replace it")
     return page
 
 
@@ -164,9 +176,18 @@ def page_folder(page: str | os.PathLike) -> Path:
 
 def source_key(source: Path, *extra: object) -> str:
     """A file name stem for what is made from ``source`` (and ``extra``): it
-    changes when the file's path, size or modification time does."""
+    changes when the file's path, size, modification time, status-change time
+    or file number does (the last two cannot be set back by a program that
+    keeps the modification time of a file it rewrites or replaces)."""
     status = source.stat()
-    parts = [os.fsencode(source.resolve()), status.st_size, status.st_mtime_ns, *extra]
+    parts = [
+        os.fsencode(source.resolve()),
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+        status.st_ino,
+        *extra,
+    ]
     digest = hashlib.sha256(b"\0".join(str(part).encode() for part in parts))
     return digest.hexdigest()[:24]
 
@@ -188,10 +209,65 @@ def write_file_atomically(path: Path, content: bytes) -> None:
         raise
 
 
+def sibling_files(page: Path, subfolder: str) -> dict[str, Path]:
+    """The files vlad made in ``subfolder`` of the other pages' folders beside
+    ``page`` (``*_files/thumbnails/`` for ``"thumbnails"``), by file name.
+
+    A page made in the same folder as another can reuse them: the names are
+    hashes of what each file was made from (see :func:`source_key`).
+    """
+    own = page_folder(page)
+    found: dict[str, Path] = {}
+    with contextlib.suppress(OSError):
+        folders = sorted(
+            entry.path
+            for entry in os.scandir(page.parent)
+            if entry.name.endswith("_files") and entry.path != str(own)
+        )
+        for folder in folders:
+            with (
+                contextlib.suppress(OSError),
+                os.scandir(os.path.join(folder, subfolder)) as entries,
+            ):
+                for entry in entries:
+                    if GENERATED.fullmatch(entry.name):
+                        found.setdefault(entry.name, Path(entry.path))
+    return found
+
+
+def reuse_file(found: Path, target: Path) -> bool:
+    """Put another page's file ``found`` at ``target``: a hard link, or a
+    copy where the file system cannot link; False when it cannot be read."""
+    temporary = target.with_name(f".partial-{os.urandom(8).hex()}")
+    try:
+        os.link(found, temporary)
+    except OSError:
+        try:
+            content = found.read_bytes()
+        except OSError:
+            return False
+        write_file_atomically(target, content)
+        return True
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return True
+
+
 def make_thumbnail(
-    source: Path | None, folder: Path, page_parent: Path, size: int = THUMBNAIL_SIZE
+    source: Path | None,
+    folder: Path,
+    page_parent: Path,
+    size: int = THUMBNAIL_SIZE,
+    *,
+    max_pixels: int = MAX_PIXELS,
+    elsewhere: dict[str, Path] | None = None,
 ) -> Thumbnail:
-    """The thumbnail of ``source`` in ``folder``: reused when there, else made.
+    """The thumbnail of ``source`` in ``folder``: reused when there (or in
+    ``elsewhere``), else made.
 
     Parameters
     ----------
@@ -203,6 +279,13 @@ def make_thumbnail(
         The page's folder, which :attr:`Thumbnail.relative` is relative to.
     size : int
         Pixels on the longer side at most.
+    max_pixels : int, default=MAX_PIXELS
+        An image whose header declares more pixels is not decoded: it gets
+        no thumbnail, and its :attr:`Thumbnail.problem` says why. 0 for no
+        limit (Pillow's own then applies).
+    elsewhere : dict of str to Path, optional
+        Thumbnails of other pages by file name (:func:`sibling_files`): one
+        of the same name is linked or copied instead of made.
     """
     if source is None:
         return Thumbnail(None, problem="image not found")
@@ -212,17 +295,23 @@ def make_thumbnail(
     except OSError as error:
         return Thumbnail(None, problem=f"cannot read the image: {error.strerror}")
     relative = target.relative_to(page_parent).as_posix()
-    if target.is_file():
-        with contextlib.suppress(OSError, ValueError, pil.Image.DecompressionBombError):
-            with pil.Image.open(target) as image:
-                image.verify()
-                return Thumbnail(relative, *image.size, reused=True)
+    found = _thumbnail_size(target, pil)
+    if found is None and elsewhere and target.name in elsewhere:
+        other = elsewhere[target.name]
+        found = _thumbnail_size(other, pil)
+        if found is not None and not reuse_file(other, target):
+            found = None
+    if found is not None:
+        return Thumbnail(relative, *found, reused=True)
     try:
-        with pil.Image.open(source) as image:
+        encoded, _ = read_checked(source, max_pixels)
+        with pil.Image.open(io.BytesIO(encoded)) as image:
             image.draft("RGB", (size, size))
             image.thumbnail((size, size), pil.Image.Resampling.LANCZOS)
             image = _as_rgb(pil.ImageOps.exif_transpose(image), pil)
             buffer = _jpeg_bytes(image)
+    except ImageReadError as error:
+        return Thumbnail(None, problem=f"cannot read the image: {error.reason}")
     except (
         OSError,
         ValueError,
@@ -233,6 +322,18 @@ def make_thumbnail(
         return Thumbnail(None, problem=f"cannot read the image: {reason}")
     write_file_atomically(target, buffer)
     return Thumbnail(relative, *image.size)
+
+
+def _thumbnail_size(path: Path, pil) -> tuple[int, int] | None:
+    """The size of the thumbnail at ``path``; None when there is none or it
+    cannot be read back (a crash left it damaged)."""
+    if not path.is_file():
+        return None
+    with contextlib.suppress(OSError, ValueError, pil.Image.DecompressionBombError):
+        with pil.Image.open(path) as image:
+            image.verify()
+            return image.size
+    return None
 
 
 def _as_rgb(image, pil):
@@ -278,7 +379,7 @@ def prune_folder(folder: Path, kept: Iterable[str]) -> int:
     if not folder.is_dir():
         return 0
     for entry in folder.iterdir():
-        if _GENERATED.fullmatch(entry.name) and entry.name not in kept:
+        if GENERATED.fullmatch(entry.name) and entry.name not in kept:
             with contextlib.suppress(FileNotFoundError):
                 entry.unlink()
                 removed += 1

@@ -48,7 +48,8 @@ def adapt_codebook_to_images(
     codebook : Codebook or path-like
         A codebook or a file written by :meth:`Codebook.save`.
     descriptor_options : mapping, optional
-        Options of :class:`vlad.SiftOptions` that replace the codebook's
+        Options of :class:`vlad.SiftOptions` (or of
+        :class:`vlad.images.LearnedOptions`) that replace the codebook's
         (images are described as the codebook's descriptors were); only for
         images.
     extractor : callable or str, optional

@@ -2,25 +2,27 @@
 
 Images are read and described on a pool of threads (OpenCV releases the GIL
 while it decodes and extracts), one OpenCV thread per job, so results do not
-depend on the number of jobs. A file that cannot be read is skipped with a
-warning and listed in the :class:`BatchReport`; an image without keypoints
-keeps its place with no descriptors, so its VLAD vector is zero.
+depend on the number of jobs; learned features are decoded on the threads and
+described in batches on the device (:mod:`vlad.images._learned`). A file that
+cannot be read is skipped with a warning and listed in the
+:class:`BatchReport`; an image without keypoints keeps its place with no
+descriptors, so its VLAD vector is zero.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
-from vlad.core._pool import Progress, map_in_order
+from vlad.core._pool import Progress
 from vlad.errors import VladError
-from vlad.images._describe import describe_image_with_keypoints
+from vlad.images._describe import describe_files
 from vlad.images._extractors import Extractor, checked_widths
 from vlad.images._files import ImageFile, ImageReadError, walk_images
 
@@ -60,12 +62,16 @@ class BatchReport:
         ``/``) that could not be listed or loop back, and why (one line each).
     empty : list of str
         Images among ``names`` without descriptors (their vectors are zero).
+    source : Path or None
+        The descriptors file (or folder of shards) the batch was read from;
+        None when its images were described.
     """
 
     n_found: int
     names: list[str]
     skipped: dict[str, str]
     empty: list[str]
+    source: Path | None = None
 
     def record(self) -> dict:
         """JSON-serialisable summary, as written to ``vectors.json``."""
@@ -139,17 +145,6 @@ def keep_readable(
     return kept
 
 
-def _describe_file(
-    image: ImageFile, *, options: Extractor
-) -> tuple[ImageFile, Features | ImageReadError]:
-    """An image and its keypoints and descriptors, or the error that kept it
-    from being read."""
-    try:
-        return image, describe_image_with_keypoints(image.path, options)
-    except ImageReadError as error:
-        return image, error
-
-
 def extract_in_order(
     images: Sequence[ImageFile],
     options: Extractor,
@@ -158,11 +153,12 @@ def extract_in_order(
     *,
     n_features: int | None = None,
 ) -> Iterator[tuple[ImageFile, Features | ImageReadError]]:
-    """:func:`_describe_file` of each image, in order, on ``n_jobs`` threads;
-    ``ValueError`` at the first image whose descriptors are not ``n_features``
-    wide (the codebook's), or as wide as the first image's when None."""
-    describe = functools.partial(_describe_file, options=options)
-    results = map_in_order(describe, images, n_jobs, progress)
+    """Each image and its keypoints and descriptors (or the error that kept
+    it from being read), in order, on ``n_jobs`` threads (see
+    :func:`vlad.images._describe.describe_files`); ``ValueError`` at the
+    first image whose descriptors are not ``n_features`` wide (the
+    codebook's), or as wide as the first image's when None."""
+    results = describe_files(images, options, n_jobs, progress)
     whose = "the codebook's" if n_features else ""
     return checked_widths(results, n_features, options.kind, whose)
 

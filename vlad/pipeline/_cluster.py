@@ -15,7 +15,7 @@ this machine (:func:`dask_client` with no address) or an existing scheduler
 (``tcp://host:8786``, as started by dask-jobqueue on SLURM or PBS,
 dask-kubernetes, or ``dask scheduler`` and ``dask worker`` by hand). Images,
 codebook and folder must be on a file system every worker sees under the same
-paths. Needs ``pip install 'vlad-toolkit[dask]'``.
+paths. Needs dask.distributed (the ``dask`` extra).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vlad._extras import install_command
 from vlad.core._codebook import Codebook
 from vlad.core._parallel import resolve_n_jobs
 from vlad.core._pool import Progress
@@ -55,7 +56,7 @@ __all__ = [
 #: Times a task that raised is run again (a worker that dies is handled by the
 #: scheduler's own ``distributed.scheduler.allowed-failures``, 3 by default).
 TASK_RETRIES = 2
-_INSTALL = "pip install 'vlad-toolkit[dask]'"
+_INSTALL = install_command("dask")
 _TRIM_SETTING = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 # Codebooks loaded in this process, by (path, fingerprint): a worker process
 # reads each codebook once, whatever the number of tasks it runs.
@@ -101,7 +102,7 @@ def dask_client(
     Raises
     ------
     ImportError
-        Without ``vlad-toolkit[dask]``.
+        Without dask.distributed (the ``dask`` extra).
     ValueError
         Both ``scheduler`` and ``n_workers``, or a bad ``n_workers``.
     OSError
@@ -195,7 +196,8 @@ def make_shards_on_cluster(
             except distributed.KilledWorker:
                 raise RuntimeError(
                     f"shard {index} of {folder} killed every Dask worker that ran "
-                    "it (out of memory?); the shards written are kept for --resume"
+                    "it (out of memory?); the shards written are kept for "
+                    "resume=True (--resume)"
                 ) from None
             n_done += len(run.groups[index])
             if progress is not None:
@@ -211,7 +213,7 @@ def require_client(client: Any) -> Any:
     Raises
     ------
     ImportError
-        Without ``vlad-toolkit[dask]``.
+        Without dask.distributed (the ``dask`` extra).
     TypeError
         ``client`` is not a ``distributed.Client``.
     """

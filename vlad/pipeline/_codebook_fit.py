@@ -35,6 +35,7 @@ def write_codebook(
     extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    kmeans_progress: Progress | None = None,
     overwrite: bool = False,
 ) -> tuple[Codebook, BatchReport]:
     """Fit a codebook on the descriptors of images and write it.
@@ -58,6 +59,9 @@ def write_codebook(
         Processes that describe the images.
     progress : callable, optional
         ``progress(n_done, n_total)``, called as images are described.
+    kmeans_progress : callable, optional
+        ``progress(n_done, n_total)`` of k-means's iterations (those of every
+        vocabulary), as :func:`vlad.fit_codebook` calls it.
     overwrite : bool, default=False
         Replace an existing ``output``.
 
@@ -108,6 +112,7 @@ def write_codebook(
         "extractor": extractor,
         "n_jobs": n_jobs,
         "progress": progress,
+        "kmeans_progress": kmeans_progress,
     }
     if n_vocabularies == 1:
         codebook, report = fit_codebook_to_images(inputs, n_clusters, **settings)

@@ -143,9 +143,12 @@ def encode_images(
     options : EncodingOptions, optional
         The aggregator and the normalisation, as in :func:`vlad.encode`.
     descriptor_options : mapping, optional
-        Options of :class:`vlad.SiftOptions` that replace the codebook's.
-        ``max_side``, ``max_keypoints`` and ``min_keypoints`` may differ from
-        the codebook's; ``features``, ``root_sift`` and ``dense`` may not.
+        Options of :class:`vlad.SiftOptions` (or of
+        :class:`vlad.images.LearnedOptions`, for a codebook of learned
+        features: its ``weights`` and ``device``, say) that replace the
+        codebook's. ``max_side``, ``max_keypoints`` and ``min_keypoints`` may
+        differ from the codebook's; ``features``, ``root_sift`` and ``dense``
+        may not, nor the learned features' network and weights.
     extractor : callable or str, optional
         The callable the codebook's descriptors were made with (see
         :func:`extract_images`); required for such a codebook, refused for

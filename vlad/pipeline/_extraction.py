@@ -44,7 +44,9 @@ def extract_images(
     descriptor_options : mapping, optional
         Keyword arguments of :class:`vlad.images.SiftOptions` (``features``,
         ``root_sift``, ``dense``, ``max_side``, ``max_keypoints``,
-        ``min_keypoints``, ``max_pixels``); defaults for those left out.
+        ``min_keypoints``, ``max_pixels``), or with ``features="aliked"`` of
+        :class:`vlad.images.LearnedOptions` (learned features: ``weights``,
+        ``device``, ``detection_threshold``...); defaults for those left out.
     extractor : callable or str, optional
         Describe images with this instead of OpenCV: a callable from an RGB
         ``uint8`` array of shape (height, width, 3) to a floating-point array
@@ -64,7 +66,8 @@ def extract_images(
         One set per readable image, named as in ``report.names``; ``metadata``
         records ``descriptor_options`` (or the extractor's name); ``keypoints``
         holds where each descriptor was taken, in the pixel coordinates of the
-        original image (OpenCV's features only).
+        original image (OpenCV's and learned features; a learned keypoint's
+        detection score takes the place of its size).
     report : BatchReport
 
     Raises
@@ -160,4 +163,4 @@ def read_descriptor_sets(
         for name, length in zip(sets.names, sets.lengths, strict=True)
         if length == 0
     ]
-    return sets, BatchReport(len(sets), list(sets.names), {}, empty)
+    return sets, BatchReport(len(sets), list(sets.names), {}, empty, descriptor_file)

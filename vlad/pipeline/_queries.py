@@ -22,6 +22,7 @@ from vlad.formats._descriptor_files import descriptor_file_in
 from vlad.formats._hloc import hloc_file_kind, is_hdf5_path
 from vlad.formats._shards import MANIFEST_NAME
 from vlad.formats._vectors import load_vectors
+from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._encoding import encode_images
@@ -29,7 +30,13 @@ from vlad.pipeline._extraction import read_descriptor_sets
 from vlad.search._asmk import ASMKIndex
 from vlad.search._index import VectorIndex
 
-__all__ = ["Queries", "read_asmk_queries", "read_queries", "source_record"]
+__all__ = [
+    "Queries",
+    "encoding_options",
+    "read_asmk_queries",
+    "read_queries",
+    "source_record",
+]
 
 PathOrPaths = str | os.PathLike | Sequence[str | os.PathLike]
 
@@ -121,8 +128,7 @@ def read_queries(
             "queries given as images or descriptors need the codebook the index's "
             "vectors were made with"
         )
-    recorded = index.source.get("encoding")
-    options = EncodingOptions.from_record(recorded) if recorded else None
+    options = encoding_options(index)
     if not keep_descriptors:
         encoded = encode_images(
             inputs,
@@ -141,6 +147,13 @@ def read_queries(
     )
     vectors = encode(sets, codebook, options, n_jobs=n_jobs)
     return Queries(vectors, list(sets.names), sets, report)
+
+
+def encoding_options(index: VectorIndex) -> EncodingOptions | None:
+    """The encoding options ``index``'s vectors were made with (None when its
+    source records none: the defaults)."""
+    recorded = index.source.get("encoding")
+    return EncodingOptions.from_record(recorded) if recorded else None
 
 
 def _holds_vectors(path: Path) -> bool:
@@ -188,7 +201,10 @@ def _descriptor_options(source: dict, inputs: PathOrPaths) -> dict | None:
     which were made already."""
     if descriptor_file_in(inputs) is not None:
         return None
-    recorded = SiftOptions.from_record(source.get("descriptor"))
+    record = source.get("descriptor")
+    # Learned features: the weights the record's SHA-256 names, from
+    # PyTorch's hub cache (queries made elsewhere come as a descriptors file).
+    recorded = SiftOptions.from_record(record) or LearnedOptions.from_record(record)
     return None if recorded is None else dataclasses.asdict(recorded)
 
 

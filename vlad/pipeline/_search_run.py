@@ -1,26 +1,28 @@
 """A search from files, as ``vlad search`` makes it: an index folder, queries
-given as vectors, descriptors or images, then optional query expansion and
-spatial re-ranking."""
+given as vectors, descriptors or images, then optional query expansion,
+spatial re-ranking, and query expansion by the verified images."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._encoding import encode
 from vlad.core._pool import Progress
 from vlad.errors import VladError
 from vlad.formats._descriptor_files import read_descriptor_file
+from vlad.images._files import MAX_PIXELS
 from vlad.pipeline._batch import BatchReport
-from vlad.pipeline._queries import read_asmk_queries, read_queries
+from vlad.pipeline._queries import encoding_options, read_asmk_queries, read_queries
 from vlad.search._asmk_files import is_asmk_index, load_asmk_index
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import load_index
-from vlad.search._reranking import DEFAULT_DEPTH, rerank_spatially
+from vlad.search._reranking import rerank_spatially
 from vlad.search._results import SearchResults
-from vlad.search._spatial import MIN_INLIERS
+from vlad.search._verified_expansion import expand_verified as expand_by_verified
 
 __all__ = ["RERANKINGS", "SearchRun", "search_index"]
 
@@ -46,12 +48,17 @@ class SearchRun:
         ``"spatial"``.
     database_descriptors : DescriptorSets or None
         The index images' descriptors, when ``rerank`` held ``"spatial"``.
+    max_pixels : int
+        The limit on an image's pixels that the index's images were described
+        with (as its record says; :data:`~vlad.images._files.MAX_PIXELS` when
+        it does not): a page of the results reads them within it too.
     """
 
     results: SearchResults
     report: BatchReport | None = None
     query_descriptors: DescriptorSets | None = None
     database_descriptors: DescriptorSets | None = None
+    max_pixels: int = MAX_PIXELS
 
 
 def search_index(
@@ -63,9 +70,10 @@ def search_index(
     rerank: Sequence[str] = (),
     qe_neighbours: int = 3,
     qe_alpha: float = 3.0,
-    rerank_depth: int = DEFAULT_DEPTH,
-    min_inliers: int = MIN_INLIERS,
+    rerank_depth: int | None = None,
+    min_inliers: int | None = None,
     verification: Mapping[str, object] | None = None,
+    expand_verified: int = 0,
     database_descriptors: str | os.PathLike | None = None,
     parameters: str | None = None,
     multiple_assignment: int | None = None,
@@ -98,13 +106,23 @@ def search_index(
         Results averaged into each query by query expansion.
     qe_alpha : float, default=3.0
         A neighbour's weight is its similarity to this power (0: average).
-    rerank_depth : int, default=DEFAULT_DEPTH
-        Results per query verified by spatial re-ranking.
-    min_inliers : int, default=MIN_INLIERS
-        Inliers that verify a result.
+    rerank_depth : int, optional
+        Results per query verified by spatial re-ranking; by default, as
+        suits the descriptors (:data:`vlad.search.VERIFICATION_PRESETS`: 20
+        for SIFT, 50 for ALIKED).
+    min_inliers : int, optional
+        Inliers that verify a result; by default, as suits the descriptors
+        (12 for both SIFT and ALIKED).
     verification : mapping, optional
-        ``matching``, ``ratio``, ``model``, ``reprojection_threshold`` and
-        ``max_keypoints`` of :func:`vlad.search.rerank_spatially`.
+        ``matching``, ``ratio``, ``model``, ``reprojection_threshold``,
+        ``max_keypoints`` and ``preset`` of
+        :func:`vlad.search.rerank_spatially`; ``ratio`` and ``max_keypoints``
+        left out (or None) suit the descriptors as ``rerank_depth`` does.
+    expand_verified : int, default=0
+        After spatial re-ranking, search again with each query's descriptors
+        and those of its first ``expand_verified`` verified images, as one
+        query; the verified images keep their places
+        (:func:`vlad.search.expand_verified`). 0: no second search.
     database_descriptors : path-like, optional
         The index images' descriptors with keypoints (``vlad extract``'s file
         or hloc's local features), needed by spatial re-ranking.
@@ -129,8 +147,9 @@ def search_index(
     ------
     VladError
         An unknown re-ranking, spatial re-ranking without
-        ``database_descriptors``, or query expansion or ``parameters`` with an
-        ASMK index.
+        ``database_descriptors``, ``expand_verified`` without spatial
+        re-ranking, query expansion or ``parameters`` with an ASMK index, or
+        ``multiple_assignment`` with a VLAD index.
     ValueError, OSError
         As the index, queries and descriptors are read and searched.
 
@@ -165,7 +184,21 @@ def search_index(
     spatial = "spatial" in rerank
     if spatial and database_descriptors is None:
         raise VladError("spatial re-ranking needs database_descriptors")
+    if (
+        isinstance(expand_verified, bool)
+        or not isinstance(expand_verified, int)
+        or expand_verified < 0
+    ):
+        raise VladError(
+            f"expand_verified must be an integer >= 0; got {expand_verified!r}"
+        )
+    if expand_verified and not spatial:
+        raise VladError(
+            "expand_verified expands queries by their verified images: it needs "
+            "spatial re-ranking"
+        )
     report = query_sets = None
+    search_again: Callable[[DescriptorSets, int], SearchResults]
     if is_asmk_index(index):
         if "qe" in rerank or parameters is not None:
             raise VladError(
@@ -178,7 +211,16 @@ def search_index(
         results = asmk_index.search(
             query_sets, top, multiple_assignment=multiple_assignment, n_jobs=n_jobs
         )
+        max_pixels = _recorded_max_pixels(asmk_index.source)
+
+        def search_again(sets: DescriptorSets, k: int) -> SearchResults:
+            return asmk_index.search(sets, k, multiple_assignment=multiple_assignment)
+
     else:
+        if multiple_assignment is not None:
+            raise VladError("multiple_assignment applies only to an ASMK index")
+        if codebook is not None and not isinstance(codebook, Codebook):
+            codebook = Codebook.load(codebook)
         vector_index = load_index(index, mmap=True, parameters=parameters)
         found = read_queries(
             _as_list(queries),
@@ -193,8 +235,18 @@ def search_index(
         results = vector_index.search(
             found.vectors, top, query_names=found.names, expansion=expansion
         )
+        max_pixels = _recorded_max_pixels(vector_index.source)
+
+        def search_again(sets: DescriptorSets, k: int) -> SearchResults:
+            vectors = encode(
+                sets, codebook, encoding_options(vector_index), n_jobs=n_jobs
+            )
+            return vector_index.search(
+                vectors, k, query_names=list(sets.names), expansion=expansion
+            )
+
     if not spatial:
-        return SearchRun(results, report)
+        return SearchRun(results, report, max_pixels=max_pixels)
     database_sets = read_descriptor_file(database_descriptors)
     results = rerank_spatially(
         results,
@@ -205,7 +257,21 @@ def search_index(
         n_jobs=n_jobs,
         **dict(verification or {}),
     )
-    return SearchRun(results, report, query_sets, database_sets)
+    if expand_verified:
+        results = expand_by_verified(
+            results, query_sets, database_sets, search_again, images=expand_verified
+        )
+    return SearchRun(results, report, query_sets, database_sets, max_pixels)
+
+
+def _recorded_max_pixels(source: Mapping) -> int:
+    """The ``max_pixels`` of an index's descriptor options; the default when
+    its record has none (vectors from hloc, or from another extractor)."""
+    options = source.get("descriptor")
+    value = options.get("max_pixels") if isinstance(options, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return MAX_PIXELS
+    return value
 
 
 def _as_list(queries: PathOrPaths) -> list:

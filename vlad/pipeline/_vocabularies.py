@@ -14,6 +14,7 @@ import numpy as np
 
 from vlad.core._codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._kmeans_progress import part_progress
 from vlad.core._pool import Progress
 from vlad.core._sampling import DescriptorReservoir
 from vlad.core._validation import check_positive_int, check_seed
@@ -45,6 +46,7 @@ def fit_codebook_to_images(
     extractor: Callable | str | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    kmeans_progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
     """Fit a codebook on the descriptors of images (or of a descriptors file).
 
@@ -67,6 +69,8 @@ def fit_codebook_to_images(
     descriptor_options, extractor, n_jobs, progress
         As in :func:`vlad.extract_images`, for images; ``n_jobs`` also for
         k-means.
+    kmeans_progress : callable, optional
+        The ``progress`` of :func:`vlad.fit_codebook`: k-means iterations.
 
     Returns
     -------
@@ -91,6 +95,7 @@ def fit_codebook_to_images(
         extractor=extractor,
         n_jobs=n_jobs,
         progress=progress,
+        kmeans_progress=kmeans_progress,
     )
 
 
@@ -107,6 +112,7 @@ def fit_vocabularies_to_images(
     kmeans_options: Mapping | None = None,
     n_jobs: int | None = None,
     progress: Progress | None = None,
+    kmeans_progress: Progress | None = None,
 ) -> tuple[Codebook, BatchReport]:
     """Fit several vocabularies on the descriptors of images in one pass.
 
@@ -125,6 +131,9 @@ kmeans_options, n_jobs, progress
         Number of vocabularies, each of ``n_clusters`` centres.
     seed : int or None, default=0
         Seed of vocabulary 0; vocabulary ``i`` has ``seed + i``.
+    kmeans_progress : callable, optional
+        As in :func:`fit_codebook_to_images`: the iterations of every
+        vocabulary, one after the other.
 
     Returns
     -------
@@ -154,7 +163,13 @@ kmeans_options, n_jobs, progress
             progress=progress,
         )
         codebook = fit_vocabularies(
-            sets, n_clusters, n_vocabularies, seed=seed, sample=None, **kmeans
+            sets,
+            n_clusters,
+            n_vocabularies,
+            seed=seed,
+            sample=None,
+            progress=kmeans_progress,
+            **kmeans,
         )
         return codebook, report
     sample = check_positive_int(sample, "sample")
@@ -190,9 +205,10 @@ kmeans_options, n_jobs, progress
             ),
             n_clusters,
             sample=sample,
+            progress=part_progress(kmeans_progress, index, n_vocabularies),
             **{**kmeans, "seed": each},
         )
-        for reservoir, each in zip(reservoirs, seeds, strict=True)
+        for index, (reservoir, each) in enumerate(zip(reservoirs, seeds, strict=True))
     ]
     if n_vocabularies == 1:
         return codebooks[0], report

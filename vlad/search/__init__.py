@@ -1,5 +1,6 @@
 """Searching VLAD vectors: exact and faiss indexes, PCA-whitening, query
-expansion, spatial verification, and ranked results.
+expansion, spatial verification (with settings that suit each kind of
+descriptors), and ranked results.
 
 :func:`build_index` indexes vectors (optionally whitened by
 :func:`fit_whitening` and compressed by faiss), :func:`load_index` reads a
@@ -8,7 +9,9 @@ returns :class:`SearchResults`. :func:`search_exact` is the exact search alone.
 :func:`build_asmk_index` indexes local descriptors in an inverted file searched
 by the aggregated selective match kernel (ASMK, ASMK*) instead;
 :func:`append_asmk_index` adds images to a saved one as a new segment and
-:func:`merge_asmk_index` merges its segments.
+:func:`merge_asmk_index` merges its segments. An index
+folder whose files are not those it was written with is refused when read, by
+:class:`DamagedIndexError`.
 """
 
 from typing import TYPE_CHECKING
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING
 from vlad._lazy import attach
 
 if TYPE_CHECKING:
+    from vlad.errors import DamagedIndexError
     from vlad.search._asmk import ASMKIndex, build_asmk_index
     from vlad.search._asmk_files import is_asmk_index, load_asmk_index
     from vlad.search._asmk_segments import ASMKSegment
@@ -28,6 +32,13 @@ if TYPE_CHECKING:
     from vlad.search._results import QueryResult, SearchResults, read_rankings
     from vlad.search._spatial import inlier_matches, spatial_rerank
     from vlad.search._streamed_index import index_shards
+    from vlad.search._verification_presets import (
+        VERIFICATION_PRESETS,
+        VerificationPreset,
+        VerificationSettings,
+        verification_preset,
+    )
+    from vlad.search._verified_expansion import expand_verified
     from vlad.search._whitening import PCAWhitening, fit_whitening
 
 __getattr__, __dir__ = attach(
@@ -35,6 +46,10 @@ __getattr__, __dir__ = attach(
     {
         "ASMKIndex": "vlad.search._asmk",
         "ASMKSegment": "vlad.search._asmk_segments",
+        "DamagedIndexError": "vlad.errors",
+        "VERIFICATION_PRESETS": "vlad.search._verification_presets",
+        "VerificationPreset": "vlad.search._verification_presets",
+        "VerificationSettings": "vlad.search._verification_presets",
         "PCAWhitening": "vlad.search._whitening",
         "QueryExpansion": "vlad.search._expansion",
         "QueryResult": "vlad.search._results",
@@ -45,6 +60,7 @@ __getattr__, __dir__ = attach(
         "build_asmk_index": "vlad.search._asmk",
         "build_index": "vlad.search._index",
         "expand_queries": "vlad.search._expansion",
+        "expand_verified": "vlad.search._verified_expansion",
         "fit_whitening": "vlad.search._whitening",
         "index_shards": "vlad.search._streamed_index",
         "inlier_matches": "vlad.search._spatial",
@@ -56,22 +72,28 @@ __getattr__, __dir__ = attach(
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
         "spatial_rerank": "vlad.search._spatial",
+        "verification_preset": "vlad.search._verification_presets",
         "write_asmk_index": "vlad.search._asmk_streamed",
     },
 )
 __all__ = [
     "ASMKIndex",
     "ASMKSegment",
+    "DamagedIndexError",
+    "VERIFICATION_PRESETS",
     "PCAWhitening",
     "QueryExpansion",
     "QueryResult",
     "SearchResults",
     "VectorIndex",
+    "VerificationPreset",
+    "VerificationSettings",
     "append_asmk_index",
     "augment_database",
     "build_asmk_index",
     "build_index",
     "expand_queries",
+    "expand_verified",
     "fit_whitening",
     "index_shards",
     "inlier_matches",
@@ -83,5 +105,6 @@ __all__ = [
     "rerank_spatially",
     "search_exact",
     "spatial_rerank",
+    "verification_preset",
     "write_asmk_index",
 ]

@@ -2,10 +2,11 @@
 
 Folders are written in format version 2, the inverted file in segments
 (:mod:`vlad.search._asmk_segment_files`). A folder of version 1 holds
-``index.json`` (format, version, kernel settings, source), ``names.json``,
-``codebook.npz`` and the inverted file as ``.npy`` arrays:
-``word_offsets.npy`` (int64, K + 1), ``entry_images.npy`` (int32) and
-``codes.npy`` (uint8 sign bits or float32 residuals); it is still read.
+``index.json`` (format, version, kernel settings, source, and from vlad 0.5
+the SHA-256 of each other file), ``names.json``, ``codebook.npz`` and the
+inverted file as ``.npy`` arrays: ``word_offsets.npy`` (int64, K + 1),
+``entry_images.npy`` (int32) and ``codes.npy`` (uint8 sign bits or float32
+residuals); it is still read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from vlad.core._codebook import Codebook
 from vlad.core._files import check_format_version, read_numpy_file
-from vlad.errors import VladError
+from vlad.errors import DamagedIndexError, VladError
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
 from vlad.search._asmk_segment_files import (
@@ -26,13 +27,21 @@ from vlad.search._asmk_segment_files import (
     read_segmented_index,
     write_segmented_index,
 )
-from vlad.search._index_folders import folder_member, read_folder_json
+from vlad.search._index_folders import (
+    RECORD_NAME,
+    check_checksums,
+    check_finite_member,
+    folder_member,
+    read_folder_json,
+)
 
 __all__ = ["FORMAT", "is_asmk_index", "load_asmk_index", "save_asmk_index"]
 
 FORMAT = "vlad asmk index"
 FORMAT_VERSION = SEGMENTED_VERSION
 _ARRAYS = ("word_offsets", "entry_images", "codes")
+#: The files beside index.json.
+_MEMBERS = ("names.json", "codebook.npz", *(f"{name}.npy" for name in _ARRAYS))
 
 
 def save_asmk_index(
@@ -60,6 +69,11 @@ def is_asmk_index(path: str | os.PathLike) -> bool:
 def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex:
     """Read an index folder written by :meth:`ASMKIndex.save`.
 
+    Every file is checked against the record: its SHA-256 (recorded since
+    vlad 0.5), the codebook's fingerprint, and what each holds (shapes,
+    dtypes, finite residuals), which reads each file once more, mapped ones
+    included.
+
     Parameters
     ----------
     path : path-like
@@ -70,21 +84,29 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
     ------
     FileNotFoundError
         No such folder.
+    DamagedIndexError
+        A file missing, changed since the index was written (another
+        codebook, of the same shape or not), of another shape or dtype than
+        the others, or holding NaN or infinite residuals (one line naming
+        it).
     ValueError
-        Not an ASMK index, a damaged one, or one written by a newer vlad.
+        Not an ASMK index, a file that cannot be read, or an index written
+        by a newer vlad.
     """
     folder = Path(path)
     if not folder.is_dir():
         if folder.exists():
             raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
         raise FileNotFoundError(f"no such index folder: {folder}")
-    record = _read_json(folder, "index.json", dict)
+    record = _read_json(folder, RECORD_NAME, dict)
     if record.get("format") != FORMAT:
         raise VladError(
             f"{folder} is not a vlad ASMK index: index.json does not say so"
         )
     if check_format_version(folder, record, FORMAT, FORMAT_VERSION) > 1:
         return read_segmented_index(folder, record, mmap=mmap)
+    # First, so that the message names the file that changed.
+    check_checksums(folder, record, _MEMBERS, FORMAT)
     names = _read_json(folder, "names.json", list)
     codebook = Codebook.load(_member(folder, "codebook.npz"))
     arrays = {
@@ -97,7 +119,9 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
             record.get("alpha"), record.get("threshold")
         )
     except (TypeError, ValueError) as error:
-        raise VladError(f"{folder} is a damaged vlad ASMK index: {error}") from None
+        raise DamagedIndexError(
+            f"{folder} is a damaged vlad ASMK index: {error}"
+        ) from None
     offsets, images, codes = (arrays[name] for name in _ARRAYS)
     consistent = (
         isinstance(binary, bool)
@@ -116,8 +140,13 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         and codes.shape == (images.shape[0], code_width(codebook.n_features, binary))
     )
     if not consistent:
-        raise VladError(f"{folder} is a damaged vlad ASMK index: its files disagree")
+        raise DamagedIndexError(
+            f"{folder} is a damaged vlad ASMK index: its files disagree"
+        )
+    if not binary:
+        check_finite_member(codes, folder / "codes.npy", FORMAT)
     source = record.get("source")
+    _check_codebook(folder, codebook, source)
     return ASMKIndex(
         codebook,
         names,
@@ -130,6 +159,20 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         idf=record["idf"],
         source=source if isinstance(source, dict) else None,
     )
+
+
+def _check_codebook(folder: Path, codebook: Codebook, source) -> None:
+    """Refuse a codebook other than the one the index was built with (its
+    fingerprint in the record), even of the same shape: the words would be
+    another vocabulary's, and the scores wrong."""
+    recorded = source.get("codebook") if isinstance(source, dict) else None
+    fingerprint = recorded.get("fingerprint") if isinstance(recorded, dict) else None
+    if fingerprint is not None and fingerprint != codebook.fingerprint:
+        raise DamagedIndexError(
+            f"{folder / 'codebook.npz'} is not the codebook the index was built "
+            f"with: its fingerprint is {codebook.fingerprint}, {RECORD_NAME} "
+            f"records {fingerprint}; build the index again"
+        )
 
 
 def _member(folder: Path, name: str) -> Path:

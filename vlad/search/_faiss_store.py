@@ -1,6 +1,6 @@
 """Approximate and compressed vector storage by faiss.
 
-Needs ``pip install 'vlad-toolkit[faiss]'``.
+Needs faiss (the ``faiss`` extra).
 
 An index is described by a faiss ``index_factory`` string, as faiss users
 write it (``"IVF1024,PQ32"``, ``"OPQ32,IVF1024,PQ32"``, ``"HNSW32"``,
@@ -21,14 +21,12 @@ import functools
 import logging
 import os
 import re
-import sys
-import tempfile
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from vlad._extras import install_command
 from vlad.errors import VladError
 
 __all__ = ["FaissStore", "require_faiss"]
@@ -38,10 +36,6 @@ logger = logging.getLogger(__name__)
 #: Training vectors per centre below which faiss's k-means warns
 #: (``ClusteringParameters.min_points_per_centroid``).
 POINTS_PER_CENTRE = 39
-_CLUSTERING_WARNING = re.compile(
-    r"WARNING clustering (\d+) points to (\d+) centroids: "
-    r"please provide at least (\d+) training points"
-)
 _TOO_FEW_POINTS = re.compile(r"Number of training points \((\d+)\).*clusters \((\d+)\)")
 
 
@@ -52,7 +46,7 @@ def require_faiss():
     except ImportError:
         raise ImportError(
             "approximate and compressed indexes require faiss; install it with: "
-            "pip install 'vlad-toolkit[faiss]'"
+            + install_command("faiss")
         ) from None
     return faiss
 
@@ -115,44 +109,88 @@ def _skip_polysemous_training(faiss, index) -> None:
         index.do_polysemous_training = False
 
 
+def _kmeans_of(faiss, index, attached: list) -> Iterator[tuple[object, int]]:
+    """The ``faiss.ClusteringParameters`` and number of centres of each k-means
+    that training ``index`` runs, where faiss lets them be reached: an IVF's
+    lists, the codebooks of a product or residual quantiser, and those of the
+    product quantiser that an OPQ rotation trains, which it is given (the one
+    it would make itself; ``(rotation, quantiser)`` is appended to
+    ``attached``, to be taken back after training)."""
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexPreTransform):
+        for position in range(index.chain.size()):
+            rotation = faiss.downcast_VectorTransform(index.chain.at(position))
+            if isinstance(rotation, faiss.OPQMatrix) and rotation.pq is None:
+                quantiser = faiss.ProductQuantizer(rotation.d_out, rotation.M, 8)
+                rotation.pq = quantiser
+                attached.append((rotation, quantiser))
+                yield quantiser.cp, quantiser.ksub
+        yield from _kmeans_of(faiss, index.index, attached)
+        return
+    if isinstance(index, faiss.IndexIVF):
+        yield index.cp, index.nlist
+    quantiser = getattr(index, "pq", None)
+    if isinstance(quantiser, faiss.ProductQuantizer):
+        yield quantiser.cp, quantiser.ksub
+    quantiser = getattr(index, "rq", None)
+    if isinstance(quantiser, faiss.ResidualQuantizer):
+        yield quantiser.cp, 1 << int(faiss.vector_to_array(quantiser.nbits).max())
+    for name in ("storage", "base_index", "refine_index"):
+        nested = getattr(index, name, None)
+        if isinstance(nested, faiss.Index):
+            yield from _kmeans_of(faiss, nested, attached)
+
+
 @contextlib.contextmanager
-def _folded_clustering_warnings(factory: str, n_vectors: int) -> Iterator[None]:
-    """Log faiss's k-means warnings (printed by C++ to standard error, one per
-    clustering: 32 for a ``PQ32``) as one line; other output passes through."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
+def _clustering_warnings_logged(
+    faiss, index, factory: str, n_vectors: int
+) -> Iterator[None]:
+    """Train ``index`` inside: faiss's warnings that a k-means has too few
+    training vectors, which its C++ prints on standard error (one per
+    clustering: 32 for a ``PQ32``, 50 times as many for an ``OPQ32``), are
+    logged as one line instead.
+
+    faiss prints one when a k-means gets fewer than ``min_points_per_centroid``
+    vectors a centre, which serves nothing else; it is set to 1 during
+    training (fewer is an error, not a warning). Standard error is left
+    alone: what faiss prints about a k-means out of reach, and what anything
+    else writes, goes there as it always does.
+    """
+    attached: list = []
+    try:
+        kmeans = list(_kmeans_of(faiss, index, attached))
+        thresholds = [parameters.min_points_per_centroid for parameters, _ in kmeans]
+        warned = sorted(
+            {
+                (centres, centres * threshold)
+                for (_, centres), threshold in zip(kmeans, thresholds, strict=True)
+                if n_vectors < centres * threshold
+            }
+        )
+        for parameters, _ in kmeans:
+            parameters.min_points_per_centroid = 1
         try:
             yield
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            text = captured.read().decode(errors="replace")
-    warned = Counter()
-    for line in text.splitlines(keepends=True):
-        found = _CLUSTERING_WARNING.search(line)
-        if found:
-            warned[int(found[2]), int(found[3])] += 1
-        else:
-            sys.stderr.write(line)
+            for (parameters, _), threshold in zip(kmeans, thresholds, strict=True):
+                parameters.min_points_per_centroid = threshold
+    finally:
+        for rotation, _ in attached:
+            rotation.pq = None
     if warned:
-        clusterings = "; ".join(
-            f"{n} clustering{'s' if n > 1 else ''} to {centres} centres "
-            f"(faiss suggests {needed} vectors)"
-            for (centres, needed), n in sorted(warned.items())
+        suggested = ", ".join(
+            f"{needed} for {centres} centres" for centres, needed in warned
         )
         lists = re.search(r"IVF(\d+)", factory)
         advice = ""
         if lists and int(lists[1]) in {centres for centres, _ in warned}:
             advice = f"; {_lists_that_fit(n_vectors)}"
         logger.warning(
-            "training %r on %d vectors, fewer than its k-means asks for: %s; "
-            "the codes may be coarser%s",
+            "training %r on %d vectors, fewer than its k-means asks for (faiss "
+            "suggests %s); the codes may be coarser%s",
             factory,
             n_vectors,
-            clusterings,
+            suggested,
             advice,
         )
 
@@ -208,7 +246,9 @@ class FaissStore:
             _skip_polysemous_training(faiss, index)
         if not index.is_trained:
             try:
-                with _folded_clustering_warnings(factory, vectors.shape[0]):
+                with _clustering_warnings_logged(
+                    faiss, index, factory, vectors.shape[0]
+                ):
                     index.train(vectors)
             except RuntimeError as error:
                 raise _training_error(error, factory, vectors.shape[0]) from None

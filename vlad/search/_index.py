@@ -20,12 +20,19 @@ from numpy.typing import ArrayLike
 from vlad._version import __version__
 from vlad.core._files import check_format_version, read_numpy_file
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
-from vlad.errors import VladError
+from vlad.errors import DamagedIndexError, VladError
 from vlad.formats._folders import replace_folder
 from vlad.search._exact import ExactStore
 from vlad.search._expansion import QueryExpansion, augment_database, search_expanded
 from vlad.search._faiss_store import FaissStore
-from vlad.search._index_folders import folder_member, read_folder_json
+from vlad.search._index_folders import (
+    RECORD_NAME,
+    check_checksums,
+    check_finite_member,
+    folder_member,
+    read_folder_json,
+    write_record,
+)
 from vlad.search._results import (
     SearchResults,
     empty_result,
@@ -300,9 +307,10 @@ class VectorIndex:
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Write to a folder, atomically: all of it or none of it.
 
-        The folder holds ``index.json`` (the record), ``names.json``,
-        ``rows.npy``, ``vectors.npy`` (exact) or ``vectors.faiss`` (faiss's own
-        format) and, when whitened, ``whitening.npz``.
+        The folder holds ``index.json`` (the record, with the SHA-256 of
+        each other file), ``names.json``, ``rows.npy``, ``vectors.npy``
+        (exact) or ``vectors.faiss`` (faiss's own format) and, when
+        whitened, ``whitening.npz``.
 
         Parameters
         ----------
@@ -324,12 +332,12 @@ class VectorIndex:
             "source": self.source,
         }
         with replace_folder(path, overwrite=overwrite) as folder:
-            (folder / "index.json").write_text(json.dumps(record, indent=2) + "\n")
             (folder / "names.json").write_text(json.dumps(self.names))
             np.save(folder / "rows.npy", self.rows)
             self.store.save(folder / f"vectors{self.store.suffix}")
             if self.whitening is not None:
                 self.whitening.save(folder / "whitening.npz")
+            write_record(folder, record)
 
 
 def build_index(
@@ -404,6 +412,10 @@ def load_index(
 ) -> VectorIndex:
     """Read an index folder written by :meth:`VectorIndex.save`.
 
+    Every file is checked against the record: its SHA-256 (recorded since
+    vlad 0.5), and what it holds (shapes, dtypes, finite vectors), which
+    reads each file once more, mapped ones included.
+
     Parameters
     ----------
     path : path-like
@@ -417,27 +429,41 @@ def load_index(
     ------
     FileNotFoundError
         No such folder.
+    DamagedIndexError
+        A file missing, changed since the index was written, of another shape
+        or dtype than the others, or holding NaN or infinite vectors (one
+        line naming it).
     ValueError
-        Not a vlad index, a damaged one, or one written by a newer vlad.
+        Not a vlad index, a file that cannot be read, or an index written by
+        a newer vlad.
     """
     folder = Path(path)
     if not folder.is_dir():
         if folder.exists():
             raise VladError(f"{folder} is not a vlad index: it is not a folder")
         raise FileNotFoundError(f"no such index folder: {folder}")
-    record = read_folder_json(folder, "index.json", dict, "vlad index")
+    record = read_folder_json(folder, RECORD_NAME, dict, "vlad index")
     if record.get("format") != FORMAT:
         raise VladError(f"{folder} is not a vlad index: index.json does not say so")
     check_format_version(folder, record, FORMAT, FORMAT_VERSION)
-    names = read_folder_json(folder, "names.json", list, "vlad index")
     factory = record.get("factory")
+    vectors_name = "vectors.npy" if factory is None else "vectors.faiss"
+    members = ["names.json", "rows.npy", vectors_name]
+    if record.get("whitening") is not None:
+        members.append("whitening.npz")
+    # First, so that the message names the file that changed, and no reader
+    # (faiss's trusts what it parses) sees bytes the index was not written
+    # with.
+    check_checksums(folder, record, members, "vlad index")
+    names = read_folder_json(folder, "names.json", list, "vlad index")
     if factory is None:
         store = ExactStore.load(
-            _member(folder, "vectors.npy"), mmap=mmap, parameters=parameters
+            _member(folder, vectors_name), mmap=mmap, parameters=parameters
         )
+        check_finite_member(store.vectors, folder / vectors_name, "vlad index")
     else:
         store = FaissStore.load(
-            _member(folder, "vectors.faiss"),
+            _member(folder, vectors_name),
             factory,
             parameters or record.get("parameters"),
         )
@@ -461,7 +487,7 @@ def load_index(
         == (n_features if whitening is None else whitening.n_components)
     )
     if not consistent:
-        raise VladError(f"{folder} is a damaged vlad index: its files disagree")
+        raise DamagedIndexError(f"{folder} is a damaged vlad index: its files disagree")
     source = record.get("source")
     return VectorIndex(
         store,
@@ -485,7 +511,7 @@ def _augmentation(folder: Path, recorded) -> QueryExpansion | None:
     try:
         return QueryExpansion(recorded["neighbours"], recorded["alpha"])
     except (KeyError, TypeError, ValueError):
-        raise VladError(
+        raise DamagedIndexError(
             f"{folder} is a damaged vlad index: augmentation={recorded!r}"
         ) from None
 

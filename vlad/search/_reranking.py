@@ -4,26 +4,24 @@ geometry and move the verified ones first."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 
 import numpy as np
 
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._validation import check_positive_int
 from vlad.errors import VladError
+from vlad.search._geometry import fitter
+from vlad.search._matching import matcher
 from vlad.search._results import SearchResults
-from vlad.search._spatial import (
-    DEFAULT_THRESHOLDS,
-    LOWE_RATIO,
-    MAX_KEYPOINTS,
-    MIN_INLIERS,
-    spatial_rerank,
+from vlad.search._spatial import DEFAULT_THRESHOLDS, spatial_rerank
+from vlad.search._verification_presets import (
+    DEFAULT_DEPTH,
+    VerificationSettings,
+    verification_preset,
 )
 
 __all__ = ["DEFAULT_DEPTH", "rerank_spatially"]
-
-#: Images per query verified by default. On the retrieval benchmark
-#: (docs/retrieval.md) verifying the top 100 gained nothing over the top 20
-#: and took twelve times as long: about 12 ms an image on one core.
-DEFAULT_DEPTH = 20
 
 
 def rerank_spatially(
@@ -31,13 +29,14 @@ def rerank_spatially(
     queries: DescriptorSets,
     database: DescriptorSets,
     *,
-    depth: int = DEFAULT_DEPTH,
+    depth: int | None = None,
     matching: str = "mutual+ratio",
     model: str = "fundamental",
-    ratio: float = LOWE_RATIO,
+    ratio: float | None = None,
     reprojection_threshold: float | None = None,
-    min_inliers: int = MIN_INLIERS,
-    max_keypoints: int | None = MAX_KEYPOINTS,
+    min_inliers: int | None = None,
+    max_keypoints: int | None = None,
+    preset: str | None = None,
     n_jobs: int | None = None,
 ) -> SearchResults:
     """Re-rank every query's first ``depth`` images by inliers of a geometric
@@ -48,6 +47,12 @@ def rerank_spatially(
     result gains ``inliers`` (-1 where not verified); its scores stay the
     index's similarities.
 
+    ``depth``, ``ratio``, ``min_inliers`` and ``max_keypoints`` suit one kind
+    of descriptors and not another: each left None is taken from the
+    preset of :data:`vlad.search.VERIFICATION_PRESETS` that suits the
+    descriptors, read from their record (:func:`vlad.search.verification_preset`):
+    SIFT's (vlad's defaults) or ALIKED's, say. Values given are kept.
+
     Parameters
     ----------
     results : SearchResults
@@ -56,19 +61,54 @@ def rerank_spatially(
         The queries' descriptors, named as the results' queries.
     database : DescriptorSets
         The database images' descriptors, named as the index's images.
-    depth : int, default=DEFAULT_DEPTH
-    matching, model, ratio, reprojection_threshold, min_inliers, max_keypoints, n_jobs
+    depth : int, optional
+        Images of each query's ranking verified (SIFT's preset: 20).
+    matching, model, reprojection_threshold, n_jobs
         As in :func:`vlad.search.spatial_rerank`.
+    ratio : float, optional
+        Lowe's ratio (SIFT's preset: 0.8).
+    min_inliers : int, optional
+        Inliers that verify an image (SIFT's preset: 12).
+    max_keypoints : int, optional
+        Each image's largest (strongest) keypoints matched, or 0 for all
+        (SIFT's preset: 1,024).
+    preset : str, optional
+        A key of :data:`vlad.search.VERIFICATION_PRESETS` to use whatever the
+        descriptors' record says.
 
     Returns
     -------
     SearchResults
+        Its record's ``spatial_verification`` holds the settings used, the
+        preset (``name``, ``reason``, ``known``) and, for each of
+        ``depth``, ``ratio``, ``min_inliers`` and ``max_keypoints``, where its
+        value came from (``settings_from``: ``"given"`` or the preset's name).
+        When the descriptors' kind has no preset of its own and a setting came
+        from the defaults, its notes say so.
 
     Raises
     ------
     ValueError
-        A query or a result image with no descriptor set of its name.
+        A query or a result image with no descriptor set of its name, queries
+        and database descriptors of two extractors, or an unknown preset.
     """
+    chosen = verification_preset(_kind_record(queries, database), preset)
+    given = {
+        "depth": depth,
+        "ratio": ratio,
+        "min_inliers": min_inliers,
+        "max_keypoints": max_keypoints,
+    }
+    preset_values = chosen.settings.record()
+    settings = {
+        key: preset_values[key] if value is None else value
+        for key, value in given.items()
+    }
+    settings["depth"] = _check_depth(settings["depth"])
+    settings["min_inliers"] = check_positive_int(settings["min_inliers"], "min_inliers")
+    settings["max_keypoints"] = _check_max_keypoints(settings["max_keypoints"])
+    matcher(matching, settings["ratio"])  # checked before any work
+    fitter(model, reprojection_threshold)
     query_rows = _rows_by_name(queries, "queries' descriptors")
     database_rows = _rows_by_name(database, "database descriptors")
     reranked = []
@@ -92,14 +132,11 @@ def rerank_spatially(
             queries[row],
             candidates,
             database,
-            depth=depth,
             matching=matching,
             model=model,
-            ratio=ratio,
             reprojection_threshold=reprojection_threshold,
-            min_inliers=min_inliers,
-            max_keypoints=max_keypoints,
             n_jobs=n_jobs,
+            **settings,
         )
         order = _positions_of(candidates, ranking)
         reranked.append(
@@ -113,19 +150,79 @@ def rerank_spatially(
         )
     record = dict(results.record)
     record["spatial_verification"] = {
-        "depth": depth,
+        "depth": settings["depth"],
         "matching": matching,
         "model": model,
-        "ratio": ratio,
+        "ratio": settings["ratio"],
         "reprojection_threshold": (
             DEFAULT_THRESHOLDS.get(model)
             if reprojection_threshold is None
             else reprojection_threshold
         ),
-        "min_inliers": min_inliers,
-        "max_keypoints": max_keypoints,
+        "min_inliers": settings["min_inliers"],
+        "max_keypoints": settings["max_keypoints"],
+        "preset": chosen.record(),
+        "settings_from": {
+            key: chosen.name if value is None else "given"
+            for key, value in given.items()
+        },
     }
-    return SearchResults(reranked, record, list(results.notes))
+    notes = list(results.notes)
+    defaulted = [key for key, value in given.items() if value is None]
+    if not chosen.known and defaulted:
+        notes.append(
+            f"spatial verification took {', '.join(defaulted)} from the defaults, "
+            f"measured on SIFT ({_describe(chosen.settings)}): {chosen.reason}; "
+            "give them, or a verification preset, for these descriptors"
+        )
+    return SearchResults(reranked, record, notes)
+
+
+def _kind_record(queries: DescriptorSets, database: DescriptorSets) -> dict:
+    """The record that says what the descriptors are: the database's, or the
+    queries' where the database's names no extractor; ``ValueError`` if both
+    name one and they differ."""
+    records = [getattr(sets, "metadata", None) or {} for sets in (queries, database)]
+    extractors = [record.get("extractor") for record in records]
+    if None not in extractors and extractors[0] != extractors[1]:
+        raise VladError(
+            f"the queries' descriptors are {extractors[0]!r} descriptors but the "
+            f"database's are {extractors[1]!r}; verification matches descriptors "
+            "of one kind"
+        )
+    return records[1] if extractors[1] is not None else records[0]
+
+
+def _describe(settings: VerificationSettings) -> str:
+    keypoints = settings.max_keypoints
+    return (
+        f"ratio {settings.ratio:g}, {settings.min_inliers} inliers, "
+        f"{'every' if keypoints is None else f'the {keypoints:,} largest'} "
+        f"keypoints, the top {settings.depth}"
+    )
+
+
+def _check_depth(depth) -> int:
+    """``depth`` as an int >= 0."""
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
+        raise VladError(f"depth must be an integer >= 0; got {depth!r}")
+    return int(depth)
+
+
+def _check_max_keypoints(max_keypoints) -> int | None:
+    """``max_keypoints`` as :func:`spatial_rerank` takes it: 0 (every
+    keypoint) as None, else an int >= 8."""
+    if (
+        isinstance(max_keypoints, bool)
+        or not isinstance(max_keypoints, numbers.Integral)
+        or 0 < max_keypoints < 8
+        or max_keypoints < 0
+    ):
+        raise VladError(
+            "max_keypoints must be 0 (every keypoint) or an integer >= 8; got "
+            f"{max_keypoints!r}"
+        )
+    return None if max_keypoints == 0 else int(max_keypoints)
 
 
 def _rows_by_name(sets: DescriptorSets, what: str) -> dict[str, int]:

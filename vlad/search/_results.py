@@ -122,13 +122,17 @@ class SearchResults:
             "queries": [_query_dict(result) for result in self.queries],
         }
 
-    def write(self, path: str | os.PathLike) -> None:
+    def write(self, path: str | os.PathLike, *, overwrite: bool = True) -> None:
         """Write atomically as ``.json``, ``.csv`` or pairs ``.txt`` (by suffix).
 
         Parameters
         ----------
         path : str or os.PathLike
             The file to write; its suffix chooses the format.
+        overwrite : bool, default=True
+            Replace a file that exists. When False, one that exists, or that
+            another process writes meanwhile, is refused
+            (``FileExistsError``).
 
         Raises
         ------
@@ -151,7 +155,7 @@ class SearchResults:
                 f"results are written as {', '.join(RESULT_SUFFIXES)}; "
                 f"got {str(path)!r}"
             )
-        with atomic_write(path) as handle:
+        with atomic_write(path, overwrite=overwrite) as handle:
             handle.write(text.encode(errors="surrogateescape"))
 
     def _csv_text(self) -> str:

@@ -57,6 +57,7 @@ __all__ = [
     "MAX_KEYPOINTS",
     "MIN_INLIERS",
     "POSITION_SIDE",
+    "SMALLEST_MAX_KEYPOINTS",
     "REPROJECTION_THRESHOLD",
     "count_inliers",
     "inlier_matches",
@@ -80,6 +81,9 @@ MIN_INLIERS = 12
 #: and fewer small ones leave fewer chance inliers), and the 512 largest
 #: worse (0.569).
 MAX_KEYPOINTS = 1024
+#: The smallest ``max_keypoints``: the matches of fewer keypoints could not
+#: determine every model (a fundamental matrix needs 8).
+SMALLEST_MAX_KEYPOINTS = max(MINIMAL_MATCHES.values())
 
 
 def count_inliers(
@@ -138,7 +142,8 @@ default="fundamental"
         fundamental), the default.
     max_keypoints : int or None, default=MAX_KEYPOINTS
         Match only each image's this many largest keypoints (by size, the
-        third column; keypoints without one are all kept); None for all.
+        third column; keypoints without one are all kept), at least
+        :data:`SMALLEST_MAX_KEYPOINTS` (8); None for all.
 
     Returns
     -------
@@ -224,8 +229,9 @@ default="fundamental"
         homography, 8 fundamental), the default.
     max_keypoints : int or None, default=MAX_KEYPOINTS
         Match only each image's this many largest keypoints (by size, the
-        third column; keypoints without one are all kept); None for all. The
-        rows returned are still rows of the keypoints given.
+        third column; keypoints without one are all kept), at least
+        :data:`SMALLEST_MAX_KEYPOINTS` (8); None for all. The rows returned
+        are still rows of the keypoints given.
 
     Returns
     -------
@@ -486,16 +492,17 @@ def _positions(keypoints: np.ndarray) -> np.ndarray:
 
 
 def _check_max_keypoints(max_keypoints: int | None) -> int | None:
-    """``max_keypoints`` as None or an int >= 8."""
+    """``max_keypoints`` as None or an int >= :data:`SMALLEST_MAX_KEYPOINTS`."""
     if max_keypoints is None:
         return None
     if (
         isinstance(max_keypoints, bool)
         or not isinstance(max_keypoints, numbers.Integral)
-        or max_keypoints < 8
+        or max_keypoints < SMALLEST_MAX_KEYPOINTS
     ):
         raise VladError(
-            f"max_keypoints must be None or an integer >= 8; got {max_keypoints!r}"
+            "max_keypoints must be None or an integer >= "
+            f"{SMALLEST_MAX_KEYPOINTS}; got {max_keypoints!r}"
         )
     return int(max_keypoints)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from vlad.core._files import read_numpy_file
 from vlad.core._validation import check_finite, check_positive_int
+from vlad.core._writing import REPLACE_HINT
 from vlad.formats._shards import open_shards, shard_names
 from vlad.search._exact import ExactStore
 from vlad.search._faiss_store import FaissStore
@@ -101,7 +102,7 @@ def index_shards(
     folder, output = Path(folder), Path(output)
     training_rows = check_positive_int(training_rows, "training_rows")
     if output.exists() and not overwrite:
-        raise FileExistsError(f"{output} exists; pass overwrite to replace it")
+        raise FileExistsError(f"{output} exists; {REPLACE_HINT}")
     shards = open_shards(folder)
     n_dimensions = shards.shape[1]
     rows, start = [], 0

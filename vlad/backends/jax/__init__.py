@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vlad._extras import install_command
 from vlad._lazy import attach
 
 
@@ -21,8 +22,8 @@ def import_jax():
         import jax
     except ImportError:
         raise ImportError(
-            "the 'jax' aggregator requires JAX; "
-            "install it with: pip install 'vlad-toolkit[jax]'"
+            "the 'jax' aggregator requires JAX; install it with: "
+            + install_command("jax")
         ) from None
     return jax
 

@@ -27,8 +27,8 @@ def aggregate_jax(
     float32 results stay accurate however many descriptors an image has.
     Chunk, image and block counts are rounded to powers of two, so the
     kernels compile once per size class. With ``residual_norm``, each
-    residual is divided by its L2 norm before the scatter. Requires JAX
-    (``pip install 'vlad-toolkit[jax]'``).
+    residual is divided by its L2 norm before the scatter. Requires JAX (the
+    ``jax`` extra).
     """
     jax = import_jax()
     n_images = offsets.shape[0] - 1

@@ -63,7 +63,7 @@ class JaxEncoder(DeviceEncoder):
     Raises
     ------
     ImportError
-        JAX is not installed (``pip install 'vlad-toolkit[jax]'``).
+        JAX is not installed (the ``jax`` extra).
     ValueError
         Bad settings, or another aggregator than JAX's.
 

@@ -3,7 +3,8 @@
 Written with ``keras.ops`` alone, so that it runs on every Keras 3 back-end
 (TensorFlow, JAX, PyTorch), the one ``KERAS_BACKEND`` names when Keras is
 first imported. This module imports Keras: ``import vlad`` does not load it.
-Requires ``pip install 'vlad-toolkit[keras]'`` and a back-end.
+Requires Keras 3 (the ``keras`` extra) and a back-end, which it does not
+install: JAX, PyTorch or TensorFlow.
 
 References
 ----------
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad._extras import install_command
 from vlad.backends._netvlad import initial_parameters
 from vlad.core._codebook import Codebook
 from vlad.core._normalization import NORM_FLOOR
@@ -30,12 +32,13 @@ def _import_keras():
     except ImportError as error:
         raise ImportError(
             "this requires Keras 3 and a back-end (JAX, TensorFlow or PyTorch); "
-            f"install it with: pip install 'vlad-toolkit[keras]' ({error})"
+            f"install it with: {install_command('keras')} and one of jax, torch "
+            f"or tensorflow ({error})"
         ) from None
     if int(keras.__version__.split(".")[0]) < 3:
         raise ImportError(
             f"this requires Keras 3; found Keras {keras.__version__}: "
-            "pip install 'vlad-toolkit[keras]'"
+            + install_command("keras")
         )
     return keras
 

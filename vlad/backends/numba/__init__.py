@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from vlad._extras import install_command
 from vlad._lazy import attach
 
 
@@ -36,7 +37,7 @@ def numba_kernels() -> ModuleType:
     except ImportError:
         raise ImportError(
             "the 'numba' aggregator requires numba; install it with: "
-            "pip install 'vlad-toolkit[numba]'"
+            + install_command("numba")
         ) from None
     return importlib.import_module("vlad.backends.numba._kernels")
 

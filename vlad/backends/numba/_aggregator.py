@@ -31,7 +31,7 @@ def aggregate_numba(
     are finite, and raises ``ValueError`` when they are not (NaN or infinite
     descriptors, or an overflow). The kernel releases the GIL and runs on plain
     threads (no OpenMP pool that spin-waits between calls). Requires numba
-    (``pip install 'vlad-toolkit[numba]'``); compiled once per dtype and cached on disk.
+    (the ``numba`` extra); compiled once per dtype and cached on disk.
     With ``residual_norm`` or ``weights``, each residual is formed, scaled
     (by its weight, by its inverse norm) and added in the same pass.
     """

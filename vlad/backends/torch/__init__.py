@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
+from vlad._extras import install_command
 from vlad._lazy import attach
 from vlad.core._parallel import SharedThreadLimit
 
@@ -33,7 +34,7 @@ def import_torch():
         import torch
     except ImportError:
         raise ImportError(
-            "this requires PyTorch; install it with: pip install 'vlad-toolkit[torch]' "
+            f"this requires PyTorch; install it with: {install_command('torch')} "
             "(see docs/accelerators.md for a CPU-only build)"
         ) from None
     return torch

@@ -25,7 +25,7 @@ def aggregate_torch(
     blocks of each image are added), so float32 results stay accurate however
     many descriptors an image has. PyTorch's own threads do the work. With
     ``residual_norm``, each residual is divided by its L2 norm first. Requires
-    PyTorch (``pip install 'vlad-toolkit[torch]'``).
+    PyTorch (the ``torch`` extra).
     """
     torch = import_torch()
     n_images = offsets.shape[0] - 1

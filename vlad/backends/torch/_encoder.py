@@ -59,7 +59,7 @@ class TorchEncoder(DeviceEncoder):
     Raises
     ------
     ImportError
-        PyTorch is not installed (``pip install 'vlad-toolkit[torch]'``).
+        PyTorch is not installed (the ``torch`` extra).
     ValueError
         Bad settings, or another aggregator than PyTorch's.
 

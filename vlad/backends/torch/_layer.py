@@ -1,7 +1,7 @@
 """NetVLAD: a trainable VLAD pooling layer for PyTorch (optional dependency).
 
 This module imports PyTorch: ``import vlad`` does not load it. Requires
-``pip install 'vlad-toolkit[torch]'``.
+PyTorch (the ``torch`` extra).
 
 References
 ----------
