@@ -12,6 +12,7 @@ import pytest
 import vlad
 from vlad.search import append_asmk_index, build_asmk_index, load_asmk_index
 from vlad.search._asmk_quantizer import WordQuantizer
+from vlad.search._index_folders import file_checksum
 
 faiss = pytest.importorskip("faiss")
 
@@ -120,5 +121,13 @@ def test_a_quantizer_of_other_words_is_refused(words, tmp_path):
     ).save(tmp_path / "index")
     other = WordQuantizer(centers[:100], "HNSW16")
     np.save(tmp_path / "index" / "quantizer.npy", other.to_bytes())
+    with pytest.raises(ValueError, match="quantizer.npy is not the file index.json"):
+        load_asmk_index(tmp_path / "index")
+    # Recorded as it now is, the file is refused by what it holds.
+    record = json.loads((tmp_path / "index" / "index.json").read_text())
+    record["checksums"]["quantizer.npy"] = file_checksum(
+        tmp_path / "index" / "quantizer.npy"
+    )
+    (tmp_path / "index" / "index.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="holds 100 words of 16 values"):
         load_asmk_index(tmp_path / "index")

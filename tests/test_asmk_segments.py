@@ -22,12 +22,14 @@ import vlad
 from vlad.search import (
     ASMKIndex,
     ASMKSegment,
+    DamagedIndexError,
     append_asmk_index,
     build_asmk_index,
     load_asmk_index,
     merge_asmk_index,
 )
 from vlad.search._asmk_segments import merge_segments
+from vlad.search._index_folders import file_checksum
 
 HERE = Path(__file__).parent
 VERSION_1 = HERE / "data" / "asmk-index-v1"
@@ -316,24 +318,67 @@ def drop_a_name(folder: Path) -> None:
     (folder / "segment-00002" / "names.json").write_text(json.dumps(names[1:]))
 
 
+def recorded_again(folder: Path) -> None:
+    """index.json's checksums made those of the files as they now are, as a
+    folder put together by hand would have them: what the files hold is
+    then all that tells."""
+    record = json.loads((folder / "index.json").read_text())
+    for entry in record["segments"]:
+        place = folder / entry["folder"]
+        if place.is_dir():
+            entry["checksums"] = {
+                name: file_checksum(place / name) for name in entry["checksums"]
+            }
+    (folder / "index.json").write_text(json.dumps(record))
+
+
 @pytest.mark.parametrize(
-    ("damage", "message"),
+    ("damage", "changed", "message"),
     [
-        (truncate_codes, r"segment-00001/codes.npy is a truncated"),
-        (shift_a_segment, r"segments disagree \(segment-00001 has first_image=3"),
-        (miscount_a_segment, "segments disagree"),
-        (another_codebook_s_segment, "segment-00001 is a segment of another codebook"),
-        (remove_a_segment, "damaged vlad ASMK index: no segment-00002"),
-        (scramble_offsets, "word_offsets.npy does not cover its entries"),
-        (drop_a_name, "names.json names 0 images; the segment holds 1"),
+        (
+            truncate_codes,
+            "segment-00001/codes.npy is not the file",
+            r"segment-00001/codes.npy is a truncated",
+        ),
+        (
+            shift_a_segment,
+            "segment-00001/segment.json is not the file",
+            r"segments disagree \(segment-00001 has first_image=3",
+        ),
+        (miscount_a_segment, "segments disagree", "segments disagree"),
+        (
+            another_codebook_s_segment,
+            "segment-00001 is a segment of another codebook",
+            "segment-00001 is a segment of another codebook",
+        ),
+        (
+            remove_a_segment,
+            "damaged vlad ASMK index: no segment-00002",
+            "damaged vlad ASMK index: no segment-00002",
+        ),
+        (
+            scramble_offsets,
+            "segment-00000/word_offsets.npy is not the file",
+            "word_offsets.npy does not cover its entries",
+        ),
+        (
+            drop_a_name,
+            "segment-00002/names.json is not the file",
+            "names.json names 0 images; the segment holds 1",
+        ),
     ],
 )
+@pytest.mark.parametrize("recorded", [False, True], ids=["as-damaged", "re-recorded"])
 def test_damaged_folders_are_refused_in_one_line_and_left_as_they_were(
-    tmp_path, damage, message
+    tmp_path, damage, changed, message, recorded
 ):
+    """Each damage is told by the checksum of the file it changed and,
+    where index.json's checksums were made to agree, by what the files hold."""
     folder = tmp_path / "index"
     _, database = saved_in_segments(folder)
     damage(folder)
+    if recorded:
+        recorded_again(folder)
     before = folder_bytes(folder)
     for attempt in (
         lambda: load_asmk_index(folder),
@@ -341,10 +386,33 @@ def test_damaged_folders_are_refused_in_one_line_and_left_as_they_were(
         lambda: append_asmk_index(folder, database[:1]),
         lambda: merge_asmk_index(folder),
     ):
-        with pytest.raises(ValueError, match=message) as error:
+        expected = message if recorded else changed
+        with pytest.raises(ValueError, match=expected) as error:
             attempt()
         assert "\n" not in str(error.value)
         assert folder_bytes(folder) == before
+
+
+def test_a_large_mapped_index_is_opened_without_reading_its_entries(tmp_path):
+    """The entries' checksums are compared when asked, or when the index is
+    read; mapped and unchecked, their headers and sizes still are."""
+    folder = tmp_path / "index"
+    saved_in_segments(folder)
+    codes = folder / "segment-00001" / "codes.npy"
+    content = bytearray(codes.read_bytes())
+    content[-1] ^= 0x01
+    codes.write_bytes(bytes(content))
+    load_asmk_index(folder, mmap=True, check_entries=False)
+    for attempt in (
+        lambda: load_asmk_index(folder),
+        lambda: load_asmk_index(folder, mmap=True),
+        lambda: load_asmk_index(folder, mmap=True, check_entries=True),
+    ):
+        with pytest.raises(DamagedIndexError, match="codes.npy is not the file"):
+            attempt()
+    truncate_codes(folder)
+    with pytest.raises(ValueError, match="codes.npy is a truncated"):
+        load_asmk_index(folder, mmap=True, check_entries=False)
 
 
 def test_a_second_writer_is_refused_while_one_writes(tmp_path):

@@ -70,9 +70,26 @@ def load(folder):
 
 
 def as_written_by_0_4(folder) -> None:
-    """The record without the checksums of the files (vlad 0.4's)."""
+    """The record without the checksums of the files (vlad 0.4's); an ASMK
+    index in vlad 0.4's format (version 1: one inverted file, no segments)."""
+    if folder.name.startswith("asmk"):
+        as_version_1(folder)
+        return
     recorded = json.loads((folder / "index.json").read_text())
     del recorded["checksums"]
+    (folder / "index.json").write_text(json.dumps(recorded))
+
+
+def as_version_1(folder) -> None:
+    """An ASMK index folder of one segment rewritten as vlad 0.4 wrote it."""
+    recorded = json.loads((folder / "index.json").read_text())
+    segment = folder / recorded["segments"][0]["folder"]
+    for name in ("names.json", "word_offsets.npy", "entry_images.npy", "codes.npy"):
+        shutil.move(segment / name, folder / name)
+    shutil.rmtree(segment)
+    for name in ("segments", "self_similarities", "checksums"):
+        del recorded[name]
+    recorded["format_version"] = 1
     (folder / "index.json").write_text(json.dumps(recorded))
 
 
@@ -124,7 +141,7 @@ def test_a_codebook_swapped_for_another_of_the_same_shape(
 @pytest.mark.parametrize(
     ("kind", "name", "value"),
     [
-        ("asmk-full", "codes.npy", np.nan),
+        ("asmk-full", "segment-00000/codes.npy", np.nan),
         ("exact", "vectors.npy", np.nan),
         ("exact", "vectors.npy", -np.inf),
     ],
@@ -137,6 +154,7 @@ def test_nan_and_inf_are_refused(
     folder = copy_of(indexes, tmp_path, kind)
     if written_by == "vlad 0.4":
         as_written_by_0_4(folder)
+        name = name.split("/")[-1]  # version 1 has no segment folders
     with_first_value(folder / name, value)
     said = "is not the file" if written_by == "this vlad" else "1 NaN or infinite"
     assert_refused(folder, str(folder / name), said)
@@ -150,11 +168,13 @@ MEMBERS = [
         "whitened": ["names.json", "rows.npy", "vectors.npy", "whitening.npz"],
         "faiss": ["names.json", "rows.npy", "vectors.faiss"],
         "asmk": [
-            "names.json",
             "codebook.npz",
-            "word_offsets.npy",
-            "entry_images.npy",
-            "codes.npy",
+            "segment-00000/segment.json",
+            "segment-00000/names.json",
+            "segment-00000/word_offsets.npy",
+            "segment-00000/image_entries.npy",
+            "segment-00000/entry_images.npy",
+            "segment-00000/codes.npy",
         ],
     }.items()
     for name in names
@@ -201,7 +221,7 @@ def test_a_truncated_file_of_an_index_without_checksums(
 def test_a_missing_file_is_named(indexes, tmp_path, queries, kind, name):
     folder = copy_of(indexes, tmp_path, kind)
     (folder / name).unlink()
-    assert_refused(folder, f"no {name}")
+    assert_refused(folder, f"no {name.split('/')[-1]}")
     record("clear error")
 
 
@@ -209,7 +229,10 @@ def test_a_missing_file_is_named(indexes, tmp_path, queries, kind, name):
 def test_a_record_without_the_checksum_of_a_file(indexes, tmp_path, queries, kind):
     folder = copy_of(indexes, tmp_path, kind)
     recorded = json.loads((folder / "index.json").read_text())
-    del recorded["checksums"]["names.json"]
+    if kind == "asmk":  # a segment's files are recorded in its entry
+        del recorded["segments"][0]["checksums"]["names.json"]
+    else:
+        del recorded["checksums"]["names.json"]
     (folder / "index.json").write_text(json.dumps(recorded))
     assert_refused(folder, "records no checksum of names.json")
     record("clear error")

@@ -58,11 +58,12 @@ SIGNALLED = """
 #: writing and its rename into place (two runs without --overwrite).
 OVERTAKEN = """
     import contextlib, subprocess, sys
-    import vlad.search._asmk_files as asmk_files
+    import vlad.search._asmk_segment_files as asmk_files
+    import vlad.search._asmk_streamed as asmk_streamed
     import vlad.search._index as vector_index
     split = sys.argv.index("--")
     winner, args = sys.argv[1:split], sys.argv[split + 1 :]
-    for module in (vector_index, asmk_files):
+    for module in (vector_index, asmk_files, asmk_streamed):
         @contextlib.contextmanager
         def overtaken(path, *, overwrite=False, replace=module.replace_folder):
             with replace(path, overwrite=overwrite) as folder:

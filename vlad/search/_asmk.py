@@ -15,7 +15,7 @@ stored with a saved one), not per query.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,13 +24,8 @@ from vlad.core._descriptors import DescriptorSets
 from vlad.core._validation import check_finite
 from vlad.errors import VladError
 from vlad.images._extractors import check_same_kind
-from vlad.images._learned import LearnedOptions
-from vlad.images._sift import SiftOptions
-from vlad.search._asmk_kernel import (
-    check_kernel_parameters,
-    code_dtype,
-    code_width,
-)
+from vlad.search._asmk_descriptors import check_same_descriptors
+from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
 from vlad.search._asmk_parts import new_segment, parts_record
 from vlad.search._asmk_quantizer import EXACT, WordQuantizer
 from vlad.search._asmk_scoring import search_queries
@@ -42,7 +37,7 @@ from vlad.search._asmk_segments import (
 from vlad.search._asmk_weights import IndexWeights, index_weights
 from vlad.search._results import SearchResults
 
-__all__ = ["ASMKIndex", "build_asmk_index", "check_same_descriptors"]
+__all__ = ["ASMKIndex", "build_asmk_index"]
 
 #: Words each query descriptor is assigned to unless told otherwise, by
 #: kernel: chosen on the real-view and copy benchmarks (docs/asmk.md), where
@@ -574,36 +569,3 @@ def build_asmk_index(
     index._quantizer()  # a bad quantizer refused before any descriptor is read
     index.add(descriptor_sets, names)
     return index
-
-
-def check_same_descriptors(expected: Mapping | None, given: Mapping | None, what: str):
-    """Raise ``ValueError`` if two descriptor records differ in kind (another
-    extractor, SIFT made another way: RootSIFT or plain, dense or detected,
-    or learned features of another network or other weights), when both
-    say."""
-    expected, given = expected or {}, given or {}
-    extractors = expected.get("extractor"), given.get("extractor")
-    if None not in extractors and extractors[0] != extractors[1]:
-        raise VladError(
-            f"the index holds {extractors[0]!r} descriptors but {what} are "
-            f"{extractors[1]!r} descriptors; describe them as the index's were"
-        )
-    ours, theirs = (
-        LearnedOptions.from_record(dict(expected)),
-        LearnedOptions.from_record(dict(given)),
-    )
-    if ours is not None and theirs is not None:
-        shas = ours.weights_sha256, theirs.weights_sha256
-        if ours.model != theirs.model or (None not in shas and shas[0] != shas[1]):
-            raise VladError(
-                f"the index holds descriptors of {ours.model} with weights of "
-                f"SHA-256 {shas[0]} but {what} are of {theirs.model} with weights "
-                f"of SHA-256 {shas[1]}; describe them as the index's were"
-            )
-    ours, theirs = SiftOptions.from_record(expected), SiftOptions.from_record(given)
-    if ours is not None and theirs is not None and ours.kind != theirs.kind:
-        raise VladError(
-            f"the index holds {ours.kind} but {what} are {theirs.kind}; describe "
-            f"them as the index's were (root_sift={ours.root_sift}, "
-            f"dense={ours.dense})"
-        )

@@ -66,19 +66,28 @@ def is_asmk_index(path: str | os.PathLike) -> bool:
     return isinstance(record, dict) and record.get("format") == FORMAT
 
 
-def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex:
+def load_asmk_index(
+    path: str | os.PathLike, *, mmap: bool = False, check_entries: bool | None = None
+) -> ASMKIndex:
     """Read an index folder written by :meth:`ASMKIndex.save`.
 
     Every file is checked against the record: its SHA-256 (recorded since
     vlad 0.5), the codebook's fingerprint, and what each holds (shapes,
-    dtypes, finite residuals), which reads each file once more, mapped ones
-    included.
+    dtypes, sizes, finite residuals). The entries of a mapped index whose
+    entries take more than 256 MiB (``CHECKED_MAPPED_BYTES``) are the
+    exception, unless ``check_entries``: their checksums and values would
+    cost a read of the whole index, which mapping it is meant to spare;
+    their headers and sizes are checked.
 
     Parameters
     ----------
     path : path-like
     mmap : bool, default=False
         Map the inverted file read-only instead of reading it.
+    check_entries : bool, optional
+        Compare the checksums of the entries' files whatever their size
+        (True), or never (False); by default unless mapped and larger than
+        256 MiB. Folders of format version 1 are always checked whole.
 
     Raises
     ------
@@ -86,9 +95,9 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
         No such folder.
     DamagedIndexError
         A file missing, changed since the index was written (another
-        codebook, of the same shape or not), of another shape or dtype than
-        the others, or holding NaN or infinite residuals (one line naming
-        it).
+        codebook, of the same shape or not), of another shape, dtype or size
+        than the others, segments that disagree, a segment of another
+        codebook, or NaN or infinite residuals (one line naming it).
     ValueError
         Not an ASMK index, a file that cannot be read, or an index written
         by a newer vlad.
@@ -104,7 +113,9 @@ def load_asmk_index(path: str | os.PathLike, *, mmap: bool = False) -> ASMKIndex
             f"{folder} is not a vlad ASMK index: index.json does not say so"
         )
     if check_format_version(folder, record, FORMAT, FORMAT_VERSION) > 1:
-        return read_segmented_index(folder, record, mmap=mmap)
+        return read_segmented_index(
+            folder, record, mmap=mmap, check_entries=check_entries
+        )
     # First, so that the message names the file that changed.
     check_checksums(folder, record, _MEMBERS, FORMAT)
     names = _read_json(folder, "names.json", list)

@@ -19,12 +19,15 @@ A folder holds::
                                over the words, in faiss's format (uint8)
 
 ``index.json`` is written last, atomically, and names every file that
-belongs to the index: a writer killed before it leaves the index as it was,
-and what it wrote is removed by the next writer. Reading checks the record,
-the segments' records and the arrays' headers against each other (a
-truncated file, a segment of another codebook, segments that disagree are
-refused in one line) and maps the arrays, reading only the word offsets
-(8 bytes a word and segment).
+belongs to the index with its SHA-256 (those of a segment in its entry): a
+writer killed before it leaves the index as it was, and what it wrote is
+removed by the next writer. Reading checks the record, the segments'
+records and the arrays' headers and sizes against each other (a truncated
+file, a segment of another codebook, segments that disagree are refused in
+one line) and every file's checksum, but for the entries of an index mapped
+whose entries take more than :data:`CHECKED_MAPPED_BYTES`: those are mapped
+without a read (only the word offsets are read, 8 bytes a word and
+segment), their checksums compared when asked (``check_entries=True``).
 """
 
 from __future__ import annotations
@@ -40,15 +43,25 @@ import numpy as np
 from vlad._version import __version__
 from vlad.core._codebook import Codebook
 from vlad.core._files import read_numpy_file
-from vlad.errors import VladError
+from vlad.errors import DamagedIndexError
 from vlad.formats._folders import replace_folder
 from vlad.search._asmk import ASMKIndex
 from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
 from vlad.search._asmk_quantizer import EXACT, WordQuantizer
 from vlad.search._asmk_segments import ASMKSegment
-from vlad.search._index_folders import folder_member, read_folder_json
+from vlad.search._index_folders import (
+    CHECKSUMS,
+    RECORD_NAME,
+    check_checksums,
+    check_finite_member,
+    file_checksum,
+    folder_member,
+    read_folder_json,
+)
 
 __all__ = [
+    "CHECKED_MAPPED_BYTES",
+    "ENTRY_FILES",
     "QUANTIZER",
     "SEGMENTED_VERSION",
     "SEGMENT_FORMAT",
@@ -77,6 +90,14 @@ SEGMENT_NAME = re.compile(r"segment-([0-9]{5,})\Z")
 SELF_SIMILARITIES = re.compile(r"self-similarities-([0-9]{5,})\.npy\Z")
 #: The index over the words of an approximate quantizer, in faiss's format.
 QUANTIZER = "quantizer.npy"
+#: A segment's files of entries, the bulk of an index.
+ENTRY_FILES = ("entry_images.npy", "codes.npy")
+#: The segment's other files, each checked whenever the index is read.
+_SMALL_FILES = ("segment.json", "names.json", "word_offsets.npy", "image_entries.npy")
+#: Entries' bytes (all segments) up to which a mapped index's entry files
+#: are checksummed when opened (a read of at most this much); a larger
+#: mapped index is opened without reading them.
+CHECKED_MAPPED_BYTES = 256 << 20
 
 
 def write_segmented_index(
@@ -89,14 +110,14 @@ def write_segmented_index(
         for number, segment in enumerate(index.segments):
             name = segment_name(number)
             (folder / name).mkdir()
-            write_segment_files(
+            checksums = write_segment_files(
                 folder / name,
                 segment,
                 index.names[segment.first_image : segment.stop_image],
                 index,
                 index.codebook.fingerprint,
             )
-            entries.append(segment_entry(name, segment))
+            entries.append(segment_entry(name, segment, checksums))
         write_index_files(folder, index, entries)
 
 
@@ -113,7 +134,7 @@ def write_index_files(folder: Path, index: ASMKIndex, entries: list[dict]) -> No
     quantizer = index._quantizer()
     if not quantizer.exact:
         np.save(folder / QUANTIZER, quantizer.to_bytes())
-    (folder / "index.json").write_text(record_text(index, entries, similarities))
+    (folder / RECORD_NAME).write_text(record_text(folder, index, entries, similarities))
 
 
 def read_segment_arrays(
@@ -135,17 +156,33 @@ def read_segment_arrays(
     )
 
 
-def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex:
+def read_segmented_index(
+    folder: Path, record: dict, *, mmap: bool, check_entries: bool | None = None
+) -> ASMKIndex:
     """The index of a folder of format version 2 whose ``index.json`` says
     ``record`` (see :func:`vlad.search.load_asmk_index`).
 
+    ``check_entries`` (None: unless ``mmap`` and the entries take more than
+    :data:`CHECKED_MAPPED_BYTES`) compares the checksums of the segments'
+    entry files too, and the residuals' values of full ASMK.
+
     Raises
     ------
-    ValueError
+    DamagedIndexError
         One line: a record, a segment or an array that disagrees with the
-        others, a truncated array, a segment of another codebook.
+        others, a truncated array, a segment of another codebook, a file
+        whose checksum is not the one recorded.
     """
     settings = _checked_settings(folder, record)
+    checksums = record.get(CHECKSUMS)
+    if not isinstance(checksums, dict):
+        damaged(folder, f"{RECORD_NAME} records no {CHECKSUMS} of its files")
+    top_files = ["codebook.npz"]
+    if settings["quantizer"] != EXACT:
+        top_files.append(QUANTIZER)
+    if settings["idf"] and isinstance(record.get("self_similarities"), str):
+        top_files.append(record["self_similarities"])
+    check_checksums(folder, record, top_files, KIND)
     codebook = Codebook.load(member(folder, "codebook.npz"))
     fingerprint = codebook.fingerprint
     recorded = (record.get("source") or {}).get("codebook") or {}
@@ -158,12 +195,21 @@ def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex
     entries = record.get("segments")
     if not isinstance(entries, list) or not entries:
         damaged(folder, "index.json lists no segments")
+    if check_entries is None:
+        check_entries = (
+            not mmap
+            or _entry_bytes(
+                entries, code_width(codebook.n_features, settings["binary"]), settings
+            )
+            <= CHECKED_MAPPED_BYTES
+        )
     segments, names = [], []
     for position, entry in enumerate(entries):
         expected_first = segments[-1].stop_image if segments else 0
         segment, segment_names = _read_segment(
-            folder, entry, expected_first, codebook, settings["binary"], mmap
-        )
+            folder, entry, expected_first, codebook, settings["binary"], mmap,
+            check_entries,
+        )  # fmt: skip
         if position == 0 and entry.get("first_image") != 0:
             damaged(folder, "its first segment does not start at image 0")
         segments.append(segment)
@@ -189,6 +235,15 @@ def read_segmented_index(folder: Path, record: dict, *, mmap: bool) -> ASMKIndex
         source=source if isinstance(source, dict) else None,
         **settings,
     )
+
+
+def _entry_bytes(entries: list, width: int, settings: dict) -> int:
+    """The bytes of the entries the segments ``entries`` of index.json
+    record (image numbers and codes)."""
+    per_entry = 4 + width * np.dtype(code_dtype(settings["binary"])).itemsize
+    counts = [entry.get("n_entries") if isinstance(entry, dict) else 0
+              for entry in entries]  # fmt: skip
+    return per_entry * sum(count for count in counts if isinstance(count, int))
 
 
 def _read_quantizer(folder: Path, settings: dict, codebook: Codebook):
@@ -258,24 +313,34 @@ def _read_segment(
     codebook: Codebook,
     binary: bool,
     mmap: bool,
+    check_entries: bool,
 ) -> tuple[ASMKSegment, list[str]]:
-    """One segment, checked against its entry in index.json, its own record,
-    the codebook and the segment before it."""
+    """One segment, checked against its entry in index.json (the checksums
+    of its files: of its entries' files with ``check_entries`` only), its own
+    record, the codebook and the segment before it."""
     name = entry.get("folder") if isinstance(entry, dict) else None
     if not isinstance(name, str) or SEGMENT_NAME.fullmatch(name) is None:
         damaged(folder, f"index.json lists a segment {entry!r}")
     place = folder / name
     if not place.is_dir():
         damaged(folder, f"no {name}")
+    recorded = entry.get(CHECKSUMS)
+    if not isinstance(recorded, dict):
+        damaged(folder, f"{RECORD_NAME} records no {CHECKSUMS} of {name}")
+    checked = _SMALL_FILES + (ENTRY_FILES if check_entries else ())
+    try:
+        check_checksums(place, {CHECKSUMS: recorded}, checked, "vlad ASMK segment")
+    except DamagedIndexError:
+        # A segment of another index is better told by what it is.
+        try:
+            own = read_folder_json(place, "segment.json", dict, "vlad ASMK segment")
+        except DamagedIndexError:
+            own = {}
+        if "codebook" in own:
+            _check_segment_record(folder, place, own, codebook)
+        raise
     own = read_folder_json(place, "segment.json", dict, "vlad ASMK segment")
-    if own.get("format") != SEGMENT_FORMAT:
-        damaged(folder, f"{name}/segment.json does not say it is a segment")
-    fingerprint = (own.get("codebook") or {}).get("fingerprint")
-    if fingerprint != codebook.fingerprint:
-        raise VladError(
-            f"{place} is a segment of another codebook (fingerprint "
-            f"{fingerprint}; the index's is {codebook.fingerprint})"
-        )
+    _check_segment_record(folder, place, own, codebook)
     width = code_width(codebook.n_features, binary)
     expected = {
         "first_image": first_image,
@@ -290,7 +355,7 @@ def _read_segment(
         disagreeing.insert(0, "first_image")
     if disagreeing:
         key = disagreeing[0]
-        raise VladError(
+        raise DamagedIndexError(
             f"{folder} is a damaged {KIND}: its segments disagree ({name} has "
             f"{key}={own.get(key)!r}, index.json and the segments before it "
             f"{key}={expected[key]!r})"
@@ -323,6 +388,8 @@ def _read_segment(
     offsets = np.asarray(arrays["word_offsets"])
     if offsets[0] != 0 or offsets[-1] != n_entries or np.any(np.diff(offsets) < 0):
         damaged(folder, f"{name}/word_offsets.npy does not cover its entries")
+    if check_entries and not binary:
+        check_finite_member(arrays["codes"], place / "codes.npy", KIND)
     names = read_folder_json(place, "names.json", list, "vlad ASMK segment")
     if not all(isinstance(image, str) for image in names):
         damaged(folder, f"{name}/names.json holds names that are not strings")
@@ -341,6 +408,21 @@ def _read_segment(
         arrays["image_entries"],
     )
     return segment, names
+
+
+def _check_segment_record(
+    folder: Path, place: Path, own: dict, codebook: Codebook
+) -> None:
+    """Refuse the segment ``place`` if its record ``own`` says it is none, or
+    a segment of another codebook."""
+    if own.get("format") != SEGMENT_FORMAT:
+        damaged(folder, f"{place.name}/segment.json does not say it is a segment")
+    fingerprint = (own.get("codebook") or {}).get("fingerprint")
+    if fingerprint != codebook.fingerprint:
+        raise DamagedIndexError(
+            f"{place} is a segment of another codebook (fingerprint "
+            f"{fingerprint}; the index's is {codebook.fingerprint})"
+        )
 
 
 def _read_similarities(folder: Path, record: dict, n_images: int, mmap: bool):
@@ -366,15 +448,17 @@ def write_segment_files(
     index: ASMKIndex,
     fingerprint: str,
     *,
-    entries_written: bool = False,
-) -> None:
+    entry_checksums: dict[str, str] | None = None,
+) -> dict[str, str]:
     """A segment's files in the (new, empty) folder ``place``; with
-    ``entries_written``, its entries' files are there already."""
+    ``entry_checksums``, its entries' files are there already, of these
+    checksums. Returns the checksum of each file by name, for the segment's
+    entry in index.json."""
     arrays = {
         "word_offsets": segment.word_offsets,
         "image_entries": segment.image_entries,
     }
-    if not entries_written:
+    if entry_checksums is None:
         arrays["entry_images"] = segment.entry_images
         arrays["codes"] = segment.codes
     for array_name, array in arrays.items():
@@ -392,20 +476,34 @@ def write_segment_files(
         "codebook": {"fingerprint": fingerprint},
     }
     (place / "segment.json").write_text(json.dumps(record, indent=2) + "\n")
+    checked = _SMALL_FILES + (ENTRY_FILES if entry_checksums is None else ())
+    return {
+        **{name: file_checksum(place / name) for name in checked},
+        **(entry_checksums or {}),
+    }
 
 
-def segment_entry(name: str, segment: ASMKSegment) -> dict:
+def segment_entry(name: str, segment: ASMKSegment, checksums: dict[str, str]) -> dict:
     return {
         "folder": name,
         "first_image": segment.first_image,
         "n_images": segment.n_images,
         "n_entries": segment.n_entries,
+        CHECKSUMS: checksums,
     }
 
 
-def record_text(index: ASMKIndex, entries: list[dict], similarities) -> str:
+def record_text(
+    folder: Path, index: ASMKIndex, entries: list[dict], similarities
+) -> str:
+    """``index.json`` of the folder whose segments are ``entries``: the
+    checksums of the files beside them are computed here (the codebook, the
+    self-similarities and the index over the words: at most tens of MB)."""
     from vlad.search._asmk_files import FORMAT
 
+    names = ["codebook.npz", similarities]
+    if not index._quantizer().exact:
+        names.append(QUANTIZER)
     record = {
         "format": FORMAT,
         "format_version": SEGMENTED_VERSION,
@@ -414,6 +512,9 @@ def record_text(index: ASMKIndex, entries: list[dict], similarities) -> str:
         "segments": entries,
         "self_similarities": similarities,
         "source": index.source,
+        CHECKSUMS: {
+            name: file_checksum(folder / name) for name in names if name is not None
+        },
     }
     return json.dumps(record, indent=2) + "\n"
 
@@ -431,4 +532,4 @@ def member(folder: Path, name: str) -> Path:
 
 
 def damaged(folder: Path, why: str):
-    raise VladError(f"{folder} is a damaged {KIND}: {why}")
+    raise DamagedIndexError(f"{folder} is a damaged {KIND}: {why}")

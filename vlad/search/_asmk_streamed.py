@@ -109,29 +109,34 @@ def write_asmk_index(
             index = build_asmk_index(descriptor_sets, codebook, names=names, **settings)
         if len(index.segments) > len(written):
             written.append(_write_held(folder, index, written))
-        entries = [segment_entry(segment_name(n), s) for n, s in enumerate(written)]
+        entries = [
+            segment_entry(segment_name(number), segment, checksums)
+            for number, (segment, checksums) in enumerate(written)
+        ]
         if len(written) > 1:
             name = segment_name(len(written))
-            merged = write_merged_segment(folder / name, index)
+            merged, checksums = write_merged_segment(folder / name, index)
             merged = read_segment_arrays(folder / name, 0, merged.n_images)
             index._set_segments([merged])
             for entry in entries:
                 shutil.rmtree(folder / entry["folder"])
-            entries = [segment_entry(name, merged)]
+            entries = [segment_entry(name, merged, checksums)]
         index.idf = idf
         index._set_segments(index.segments)  # weights of the kernel written
         write_index_files(folder, index, entries)
     return read_segmented_index(path, read_record(path), mmap=True)
 
 
-def _write_held(folder: Path, index: ASMKIndex, written: list) -> ASMKSegment:
+def _write_held(
+    folder: Path, index: ASMKIndex, written: list
+) -> tuple[ASMKSegment, dict[str, str]]:
     """The segments not yet written, written as one; the index then holds it
-    memory-mapped instead of in memory."""
+    memory-mapped instead of in memory. Returns it and its files' checksums."""
     held = index.segments[len(written) :]
     segment = merge_segments(held) if len(held) > 1 else held[0]
     place = folder / segment_name(len(written))
     place.mkdir()
-    write_segment_files(
+    checksums = write_segment_files(
         place,
         segment,
         index.names[segment.first_image : segment.stop_image],
@@ -139,5 +144,5 @@ def _write_held(folder: Path, index: ASMKIndex, written: list) -> ASMKSegment:
         index.codebook.fingerprint,
     )
     mapped = read_segment_arrays(place, segment.first_image, segment.n_images)
-    index._set_segments([*written, mapped])
-    return mapped
+    index._set_segments([*(segment for segment, _ in written), mapped])
+    return mapped, checksums

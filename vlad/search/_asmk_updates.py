@@ -12,6 +12,8 @@ readers need none.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import os
 import re
 import shutil
@@ -108,7 +110,7 @@ def append_asmk_index(
         number = _next_number(record)
         name = segment_name(number)
         with replace_folder(folder / name, overwrite=True) as written:
-            write_segment_files(
+            checksums = write_segment_files(
                 written, segment, new_names, index, index.codebook.fingerprint
             )
         grown = ASMKIndex._from_segments(
@@ -123,7 +125,7 @@ def append_asmk_index(
             similarities = similarities_name(number)
             with atomic_write(folder / similarities) as handle:
                 np.save(handle, grown._statistics_now().self_similarities)
-        entries = [*record["segments"], segment_entry(name, segment)]
+        entries = [*record["segments"], segment_entry(name, segment, checksums)]
         _commit(folder, grown, entries, similarities)
         _remove_unreferenced(folder, entries, similarities)
     return read_segmented_index(folder, read_record(folder), mmap=True)
@@ -158,8 +160,10 @@ def merge_asmk_index(path: str | os.PathLike) -> ASMKIndex:
         record, index = _open_for_writing(folder)
         if index.n_segments > 1:
             name = segment_name(_next_number(record))
-            merged = write_merged_segment(folder / name, index, overwrite=True)
-            entries = [segment_entry(name, merged)]
+            merged, checksums = write_merged_segment(
+                folder / name, index, overwrite=True
+            )
+            entries = [segment_entry(name, merged, checksums)]
             similarities = record.get("self_similarities")
             _commit(folder, index, entries, similarities)
             _remove_unreferenced(folder, entries, similarities)
@@ -168,9 +172,11 @@ def merge_asmk_index(path: str | os.PathLike) -> ASMKIndex:
 
 def write_merged_segment(
     place: Path, index: ASMKIndex, *, overwrite: bool = False
-) -> ASMKSegment:
+) -> tuple[ASMKSegment, dict[str, str]]:
     """One segment of all of ``index``'s, written to the folder ``place``
-    (whole or not at all) a run of words at a time, through the files."""
+    (whole or not at all) a run of words at a time, through the files; and
+    the checksums of its files (those of the entries taken as they are
+    written, not read back)."""
     n_entries = index.n_entries
     width = index.segments[0].codes.shape[1]
     dtype = index.segments[0].codes.dtype
@@ -180,15 +186,18 @@ def write_merged_segment(
             _new_array(written / "codes.npy", dtype, (n_entries, width)) as codes,
         ):
             merged = merge_segments(index.segments, entry_images=images, codes=codes)
-        write_segment_files(
+        checksums = write_segment_files(
             written,
             merged,
             index.names,
             index,
             index.codebook.fingerprint,
-            entries_written=True,
+            entry_checksums={
+                "entry_images.npy": images.checksum(),
+                "codes.npy": codes.checksum(),
+            },
         )
-    return merged
+    return merged, checksums
 
 
 def _open_for_writing(folder: Path) -> tuple[dict, ASMKIndex]:
@@ -223,19 +232,29 @@ class _RowsInOrder:
 
     def __init__(self, handle, dtype: np.dtype, shape: tuple[int, ...]):
         self._handle, self.dtype, self.shape = handle, dtype, shape
+        self._digest = hashlib.sha256()
         header = {
             "descr": np.lib.format.dtype_to_descr(dtype),
             "fortran_order": False,
             "shape": shape,
         }
-        np.lib.format.write_array_header_1_0(handle, header)
+        written = io.BytesIO()
+        np.lib.format.write_array_header_1_0(written, header)
+        self._write(written.getvalue())
         self._stop = 0
+
+    def _write(self, data: bytes) -> None:
+        self._handle.write(data)
+        self._digest.update(data)
+
+    def checksum(self) -> str:
+        """``"sha256:HEX"`` of the bytes written, as ``file_checksum`` gives."""
+        return "sha256:" + self._digest.hexdigest()
 
     def __setitem__(self, rows: slice, values: np.ndarray) -> None:
         if rows.start != self._stop:
             raise ValueError(f"rows from {rows.start}, not {self._stop}, written next")
-        values = np.ascontiguousarray(values, self.dtype)
-        self._handle.write(values.tobytes())
+        self._write(np.ascontiguousarray(values, self.dtype).data)
         self._stop = rows.stop
 
     def finish(self) -> None:
@@ -248,7 +267,7 @@ class _RowsInOrder:
 def _commit(folder: Path, index: ASMKIndex, entries, similarities) -> None:
     """Replace ``index.json`` (atomically): from now on it names ``entries``."""
     with atomic_write(folder / "index.json") as handle:
-        handle.write(record_text(index, entries, similarities).encode())
+        handle.write(record_text(folder, index, entries, similarities).encode())
 
 
 def _remove_unreferenced(folder: Path, entries, similarities) -> None:
