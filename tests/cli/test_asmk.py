@@ -180,7 +180,7 @@ def test_a_folder_of_shards_gives_the_same_index_and_results(asmk_built, tmp_pat
     shards = tmp_path / "shards"
     run("extract", DATA, *FAST, "-o", shards, "--shard-images", 3)
     common = ["--method", "asmk", "-c", asmk_built / "codebook.npz"]
-    run("index", shards, *common, "-o", tmp_path / "index")
+    run("index", shards, *common, "-o", tmp_path / "index", "--resume")
     from_shards = load_asmk_index(tmp_path / "index")
     from_file = load_asmk_index(asmk_built / "index")
     assert from_shards.names == from_file.names
@@ -223,6 +223,7 @@ def test_appending_and_merging_give_the_index_of_all_images(asmk_built, tmp_path
         (["--append", "--idf"], "idf cannot be given", 1),
         (["--merge", "-c", "CODEBOOK"], "merge applies to append", 1),
         (["--append"], "no such index folder", 1),
+        (["--append", "--resume"], "resume applies to a new index", 1),
     ],
 )
 def test_appending_takes_the_index_s_settings(

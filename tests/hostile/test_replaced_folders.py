@@ -59,17 +59,28 @@ SIGNALLED = """
 OVERTAKEN = """
     import contextlib, subprocess, sys
     import vlad.search._asmk_segment_files as asmk_files
-    import vlad.search._asmk_streamed as asmk_streamed
     import vlad.search._index as vector_index
     split = sys.argv.index("--")
     winner, args = sys.argv[1:split], sys.argv[split + 1 :]
-    for module in (vector_index, asmk_files, asmk_streamed):
+    for module in (vector_index, asmk_files):
         @contextlib.contextmanager
         def overtaken(path, *, overwrite=False, replace=module.replace_folder):
             with replace(path, overwrite=overwrite) as folder:
                 yield folder
                 subprocess.run([sys.executable, "-m", "vlad", *winner], check=True)
         module.replace_folder = overtaken
+    # An ASMK build holds its own folder's lock: the winner is built beside
+    # and renamed to the output in the instant before the loser's rename.
+    import os
+    import vlad.search._asmk_streamed as asmk_streamed
+    def overtaken_move(folder, path, *, overwrite=False,
+                       move=asmk_streamed.move_into_place):
+        beside = str(path) + "-winner"
+        subprocess.run([sys.executable, "-m", "vlad", *winner[:-1], beside],
+                       check=True)
+        os.rename(beside, path)
+        move(folder, path, overwrite=overwrite)
+    asmk_streamed.move_into_place = overtaken_move
     from vlad.cli._main import main
     main(args, prog_name="vlad")
 """

@@ -30,6 +30,7 @@ _ASMK_ONLY = (
     "quantizer_parameters",
     "append",
     "merge",
+    "resume",
 )
 
 
@@ -147,6 +148,13 @@ _ASMK_ONLY = (
     is_flag=True,
     help="With --append: then merge the index's segments into one.",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="With --method asmk: go on from the segments that an interrupted "
+    "build of OUTPUT wrote (kept beside it, in .OUTPUT.building), if the "
+    "codebook, settings and images are the same.",
+)
 @overwrite_option
 @verbosity_options
 @click.pass_context
@@ -170,6 +178,7 @@ def index(
     quantizer_parameters: str | None,
     append: bool,
     merge: bool,
+    resume: bool,
     overwrite: bool,
     verbosity: int,
 ) -> None:
@@ -190,7 +199,9 @@ def index(
 
     An ASMK index grows in place with --append: INPUT's images become a new
     segment of OUTPUT, searched with the others; --merge then makes one
-    segment of them all.
+    segment of them all. A large ASMK index is built a shard at a time,
+    written out in segments as it grows: an interrupted build goes on from
+    its last segment with --resume.
 
     \b
     Example:
@@ -198,6 +209,7 @@ def index(
         vlad index vectors.npy -o index --factory "IVF256,PQ32"
         vlad index descriptors.npz --method asmk -c codebook.npz -o index
         vlad index more.npz --method asmk --append -o index
+        vlad index shards/ --method asmk -c codebook.npz -o index --resume
     """
     if output.exists() and not overwrite and not append:
         raise click.ClickException(
@@ -225,6 +237,7 @@ def index(
             append=append,
             merge=merge,
             overwrite=overwrite,
+            resume=resume,
         )
     if append:
         logger.info(

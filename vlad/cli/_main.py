@@ -156,7 +156,8 @@ class VladGroup(LazyGroup):
 
     def _what_was_kept(self, ctx: click.Context) -> str:
         """What an interrupted subcommand leaves: a folder output its finished
-        shards, for ``--resume``; any other output nothing of itself."""
+        shards (an ASMK index the segments written), for ``--resume``; any
+        other output nothing of itself."""
         kept = "outputs written before are kept, the one being written was removed"
         if "vlad.command" not in ctx.meta:
             return kept
@@ -167,12 +168,15 @@ class VladGroup(LazyGroup):
             ) as sub:
                 output = sub.params.get("output")
                 resumable = "resume" in sub.params
+                # vlad index resumes an ASMK index's build, of segments.
+                parts = "shards" if "method" not in sub.params else "segments"
+                resumable &= sub.params.get("method", "asmk") == "asmk"
         except click.ClickException:
             return kept
         if resumable and output is not None and not output.suffix:
             return (
-                f"the finished shards of {printable(str(output))} are kept: the same "
-                "command with --resume finishes it"
+                f"the finished {parts} of {printable(str(output))} are kept: the "
+                "same command with --resume finishes it"
             )
         return kept
 

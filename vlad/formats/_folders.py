@@ -16,7 +16,7 @@ from pathlib import Path
 from vlad.core._signals import deferred_signals
 from vlad.core._writing import REPLACE_HINT, writer_gone
 
-__all__ = ["remove_stale_folders", "replace_folder"]
+__all__ = ["move_into_place", "remove_stale_folders", "replace_folder"]
 
 #: A hidden folder's tail: the writer's process id, mkdtemp's random part,
 #: and what it holds (a new folder being written, an old one set aside).
@@ -87,6 +87,27 @@ def replace_folder(
         # Only this call's folder: whatever took the path stays as it is.
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def move_into_place(folder: Path, path: Path, *, overwrite: bool = False) -> None:
+    """Rename the whole folder ``folder`` to ``path``, as :func:`replace_folder`
+    renames what its block wrote: never replacing a folder that appeared
+    at ``path`` meanwhile without ``overwrite``, swapping in one step with it.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` appeared and ``overwrite`` is False; ``folder`` stays.
+    """
+    if _rename_new(folder, path):
+        return
+    if not overwrite:
+        raise FileExistsError(
+            f"{path} appeared while it was being written (another process "
+            "writing the same output?); it was not replaced: pass overwrite to "
+            "replace it"
+        )
+    _swap_in(folder, path)
 
 
 def _hidden_folder(path: Path, kind: str) -> Path:

@@ -45,6 +45,7 @@ def write_index(
     append: bool = False,
     merge: bool = False,
     overwrite: bool = False,
+    resume: bool = False,
 ) -> VectorIndex | ASMKIndex:
     """Index a vectors or descriptors file and write the index folder.
 
@@ -81,6 +82,9 @@ def write_index(
         (:func:`vlad.search.merge_asmk_index`).
     overwrite : bool, default=False
         Replace an existing ``output``.
+    resume : bool, default=False
+        ``method="asmk"``: go on from the segments an interrupted build of
+        ``output`` wrote (:func:`vlad.search.write_asmk_index`).
 
     Returns
     -------
@@ -138,10 +142,13 @@ def write_index(
             "quantizer_parameters": quantizer_parameters is not None,
             "append": append,
             "merge": merge,
+            "resume": resume,
         },
         codebook_needed=not append,
     )
     if append:
+        if resume:
+            raise VladError("resume applies to a new index, not to append")
         chosen = {
             "codebook": codebook is not None,
             "binary": binary is not True,
@@ -169,6 +176,7 @@ def write_index(
             codebook,
             output,
             overwrite=overwrite,
+            resume=resume,
             binary=binary,
             alpha=alpha,
             threshold=threshold,

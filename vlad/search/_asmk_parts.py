@@ -6,6 +6,7 @@ entries (image, word, code) they make."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -38,17 +39,38 @@ def _read_lazily(descriptor_sets) -> bool:
     )
 
 
-def descriptor_parts(descriptor_sets) -> Iterator[DescriptorSets]:
+def descriptor_parts(descriptor_sets, start: int = 0) -> Iterator[DescriptorSets]:
     """Descriptor sets a part at a time: a folder of shards shard by shard,
-    hloc's local features :data:`_PART_IMAGES` images at a time."""
+    hloc's local features :data:`_PART_IMAGES` images at a time, from the
+    image ``start`` on, which must begin a part (those before are not read).
+
+    Raises
+    ------
+    ValueError
+        ``start`` is not where a part begins.
+    """
+    n_images = len(descriptor_sets)
     if hasattr(descriptor_sets, "n_shards"):
-        for shard in range(descriptor_sets.n_shards):
-            yield descriptor_sets.shard(shard)
+        bounds = [int(bound) for bound in descriptor_sets.starts]
     elif _read_lazily(descriptor_sets):
-        for start in range(0, len(descriptor_sets), _PART_IMAGES):
-            yield descriptor_sets.between(start, start + _PART_IMAGES)
+        bounds = [*range(0, n_images, _PART_IMAGES), n_images]
     else:
-        yield as_descriptor_sets(descriptor_sets)
+        bounds = [0, n_images]
+    if start not in bounds:
+        raise VladError(f"image {start} does not begin a part of the descriptors")
+    return _parts_from(descriptor_sets, bounds, start)
+
+
+def _parts_from(descriptor_sets, bounds: list[int], start: int):
+    for number, (first, stop) in enumerate(itertools.pairwise(bounds)):
+        if first < start:
+            continue
+        if hasattr(descriptor_sets, "n_shards"):
+            yield descriptor_sets.shard(number)
+        elif _read_lazily(descriptor_sets):
+            yield descriptor_sets.between(first, stop)
+        else:
+            yield as_descriptor_sets(descriptor_sets)
 
 
 def parts_record(descriptor_sets) -> dict:

@@ -71,6 +71,7 @@ __all__ = [
     "member",
     "read_record",
     "read_segment_arrays",
+    "read_segment",
     "read_segmented_index",
     "record_text",
     "segment_entry",
@@ -206,7 +207,7 @@ def read_segmented_index(
     segments, names = [], []
     for position, entry in enumerate(entries):
         expected_first = segments[-1].stop_image if segments else 0
-        segment, segment_names = _read_segment(
+        segment, segment_names = read_segment(
             folder, entry, expected_first, codebook, settings["binary"], mmap,
             check_entries,
         )  # fmt: skip
@@ -306,7 +307,7 @@ def settings_of(index: ASMKIndex) -> dict:
     }
 
 
-def _read_segment(
+def read_segment(
     folder: Path,
     entry,
     first_image: int,

@@ -42,7 +42,12 @@ from vlad.search._asmk_segment_files import (
 )
 from vlad.search._asmk_segments import ASMKSegment, merge_segments
 
-__all__ = ["append_asmk_index", "merge_asmk_index", "write_merged_segment"]
+__all__ = [
+    "append_asmk_index",
+    "merge_asmk_index",
+    "write_merged_segment",
+    "writer_lock",
+]
 
 #: A segment folder being written (``.segment-00003.PID.XXXXXXXX.partial``).
 _HIDDEN_SEGMENT = re.compile(r"\.(segment-[0-9]{5,})\.")
@@ -102,7 +107,7 @@ def append_asmk_index(
     (3, 2)
     """
     folder = Path(path)
-    with _writer_lock(folder):
+    with writer_lock(folder):
         record, index = _open_for_writing(folder)
         segment, new_names = new_segment(index, descriptor_sets, names)
         if segment.n_images == 0:
@@ -156,7 +161,7 @@ def merge_asmk_index(path: str | os.PathLike) -> ASMKIndex:
         at the same time.
     """
     folder = Path(path)
-    with _writer_lock(folder):
+    with writer_lock(folder):
         record, index = _open_for_writing(folder)
         if index.n_segments > 1:
             name = segment_name(_next_number(record))
@@ -297,10 +302,11 @@ def _next_number(record: dict) -> int:
 
 
 @contextlib.contextmanager
-def _writer_lock(folder: Path) -> Iterator[None]:
+def writer_lock(folder: Path, doing: str | None = None) -> Iterator[None]:
     """Hold the index folder's writer lock (an advisory lock on the folder
     itself, which leaves no file behind) for the block; refused in one line
-    while another process holds it."""
+    while another process holds it (saying it is ``doing``: "changing
+    FOLDER" by default)."""
     if not folder.is_dir():
         if folder.exists():
             raise VladError(f"{folder} is not a vlad ASMK index: it is not a folder")
@@ -315,8 +321,9 @@ def _writer_lock(folder: Path) -> Iterator[None]:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            doing = doing or f"changing {folder}"
             raise VladError(
-                f"another process is changing {folder}; try again when it is done"
+                f"another process is {doing}; try again when it is done"
             ) from None
         yield
     finally:
