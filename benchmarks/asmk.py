@@ -1,5 +1,5 @@
 """The ASMK benchmark: build time, time per query and index bytes of ASMK*
-and ASMK (:func:`vlad.search.build_asmk_index`).
+and ASMK (:func:`vlad.asmk.build_asmk_index`).
 
 Usage, from the repository root::
 
@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import vlad
-from vlad.search import build_asmk_index
+from vlad.asmk import build_asmk_index
 
 __all__ = ["benchmark_asmk", "main", "make_asmk_problem"]
 

@@ -14,8 +14,8 @@ another image would differ: a tenth of its entries dropped at random and
 each sign bit of the others flipped with probability 0.1, so that lists
 grow as they would with real distractors while the real images keep their
 place (the first copy). The copies are stacked
-(:meth:`vlad.search.ASMKIndex.from_segments`), saved, and merged into one
-segment in place (:func:`vlad.search.merge_asmk_index`), each step timed.
+(:meth:`vlad.asmk.ASMKIndex.from_segments`), saved, and merged into one
+segment in place (:func:`vlad.asmk.merge_asmk_index`), each step timed.
 Then the folder is opened memory-mapped and the first ``--queries`` real
 images are searched with ``--multiple-assignment`` words per query
 descriptor (each value in turn): open time, CPU and wall-clock time per
@@ -47,7 +47,7 @@ import numpy as np
 
 import vlad
 from benchmarks.scale import peak_rss
-from vlad.search import (
+from vlad.asmk import (
     ASMKIndex,
     ASMKSegment,
     build_asmk_index,

@@ -39,6 +39,8 @@ PUBLIC_PACKAGES = (
     "vlad",
     "vlad.core",
     "vlad.search",
+    "vlad.asmk",
+    "vlad.verification",
     "vlad.evaluation",
     "vlad.pages",
     "vlad.formats",

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vlad
-from vlad.search import ASMKIndex, build_asmk_index
-from vlad.search._asmk_kernel import (
+from vlad.asmk import ASMKIndex, build_asmk_index
+from vlad.asmk._kernel import (
     binary_similarities,
     popcount,
     selectivity,
@@ -141,7 +141,7 @@ def test_save_and_load_round_trip(tmp_path):
         [rng.standard_normal((4, 8))], ["q"], metadata=SIFT
     )
     for mmap in (False, True):
-        loaded = vlad.search.load_asmk_index(tmp_path / "index", mmap=mmap)
+        loaded = vlad.asmk.load_asmk_index(tmp_path / "index", mmap=mmap)
         assert repr(loaded) == repr(index)
         assert loaded.source == index.source
         ours, theirs = index.search(queries, k=4)[0], loaded.search(queries, k=4)[0]
@@ -162,17 +162,17 @@ def test_idf_weighs_rare_words_more():
 
 def test_loading_refuses_what_is_not_an_index(tmp_path):
     with pytest.raises(FileNotFoundError):
-        vlad.search.load_asmk_index(tmp_path / "missing")
+        vlad.asmk.load_asmk_index(tmp_path / "missing")
     (tmp_path / "plain").mkdir()
     with pytest.raises(ValueError, match="damaged"):
-        vlad.search.load_asmk_index(tmp_path / "plain")
+        vlad.asmk.load_asmk_index(tmp_path / "plain")
     # A folder of format version 1 (one inverted file, no segments).
     shutil.copytree(VERSION_1, tmp_path / "index")
     np.save(tmp_path / "index" / "entry_images.npy", np.zeros(1, np.int32))
     # Without the checksums of its files (as vlad 0.4 wrote it), the index is
     # refused by what they hold.
     with pytest.raises(ValueError, match="files disagree"):
-        vlad.search.load_asmk_index(tmp_path / "index")
+        vlad.asmk.load_asmk_index(tmp_path / "index")
 
 
 def test_descriptors_of_another_kind_are_refused():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import vlad
-from vlad.search import append_asmk_index, build_asmk_index, load_asmk_index
-from vlad.search._asmk_quantizer import WordQuantizer
+from vlad.asmk import append_asmk_index, build_asmk_index, load_asmk_index
+from vlad.asmk._quantizer import WordQuantizer
 from vlad.search._index_folders import file_checksum
 
 faiss = pytest.importorskip("faiss")

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.asmk import make_asmk_problem
 from benchmarks.asmk_scale import DROPPED, FLIPPED, copied_segment, main
-from vlad.search import ASMKIndex, build_asmk_index
+from vlad.asmk import ASMKIndex, build_asmk_index
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
 pytestmark = pytest.mark.benchmarks

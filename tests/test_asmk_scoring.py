@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vlad
-from vlad.search import build_asmk_index
-from vlad.search._asmk_scoring import query_scores
+from vlad.asmk import build_asmk_index
+from vlad.asmk._scoring import query_scores
 
 pytest.importorskip("numba")
 

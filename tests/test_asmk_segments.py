@@ -19,16 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vlad
-from vlad.search import (
+from vlad.asmk import (
     ASMKIndex,
     ASMKSegment,
-    DamagedIndexError,
     append_asmk_index,
     build_asmk_index,
     load_asmk_index,
     merge_asmk_index,
 )
-from vlad.search._asmk_segments import merge_segments
+from vlad.asmk._segments import merge_segments
+from vlad.search import DamagedIndexError
 from vlad.search._index_folders import file_checksum
 
 HERE = Path(__file__).parent

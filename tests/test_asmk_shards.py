@@ -8,8 +8,8 @@ import pytest
 from asmk_reference import random_problem
 
 import vlad
+from vlad.asmk import build_asmk_index
 from vlad.pipeline import search_asmk_shards
-from vlad.search import build_asmk_index
 
 pytest.importorskip("distributed")
 

@@ -15,8 +15,8 @@ import pytest
 from photos import DATA, FAST_OPTIONS
 
 import vlad
+from vlad.asmk import build_asmk_index, load_asmk_index, write_asmk_index
 from vlad.pipeline import extract_images_to_folder
-from vlad.search import build_asmk_index, load_asmk_index, write_asmk_index
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ KILLED_BUILD = """
 import os, signal, sys
 import vlad
 from vlad.formats import open_descriptor_shards
-from vlad.search import write_asmk_index
+from vlad.asmk import write_asmk_index
 
 class KilledAtTheThirdShard:
     def __init__(self, sets):

@@ -15,7 +15,7 @@ import pytest
 from asmk_reference import random_problem
 
 import vlad
-from vlad.search import append_asmk_index, build_asmk_index, load_asmk_index
+from vlad.asmk import append_asmk_index, build_asmk_index, load_asmk_index
 
 #: ``vlad ARGS`` in a process that kills itself (SIGKILL) the Nth time it
 #: reaches STEP of a change to an index: ``commit`` (its new files written,
@@ -23,7 +23,7 @@ from vlad.search import append_asmk_index, build_asmk_index, load_asmk_index
 #: files not yet removed). ``--append --merge`` makes two changes.
 KILLED = """
     import os, signal, sys
-    import vlad.search._asmk_updates as updates
+    import vlad.asmk._updates as updates
     step, nth = sys.argv[1], int(sys.argv[2])
     name = {"commit": "_commit", "cleanup": "_remove_unreferenced"}[step]
     original, calls = getattr(updates, name), []

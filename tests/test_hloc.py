@@ -233,7 +233,7 @@ def test_verification_keeps_each_extractor_s_strongest_keypoints(tmp_path, extra
     each image but come after 40 weak, unrelated ones in the file: matching
     the 40 strongest verifies the pair; the first 40 in the file's order (what
     is read without the strengths) would not."""
-    from vlad.search._spatial import count_inliers
+    from vlad.verification._spatial import count_inliers
 
     rng = np.random.default_rng(3)
     shared = rng.normal(size=(128, 40)).astype(np.float32)
@@ -340,10 +340,10 @@ def test_an_asmk_index_of_local_features_matches_the_same_sets_in_memory(
 ):
     """An ASMK index reads hloc's local features a part at a time (parts of
     two images here) and scores as an index of the same sets in memory."""
-    from vlad.search import _asmk as asmk
-    from vlad.search import _asmk_parts
+    from vlad.asmk import _index as asmk
+    from vlad.asmk import _parts as asmk_parts
 
-    monkeypatch.setattr(_asmk_parts, "_PART_IMAGES", 2)
+    monkeypatch.setattr(asmk_parts, "_PART_IMAGES", 2)
     expected = reference_sets(features)
     codebook = vlad.fit_codebook(expected, 8, n_jobs=1)
     from_file = asmk.build_asmk_index(

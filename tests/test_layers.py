@@ -32,6 +32,8 @@ FLOORS = {
     "images": 2,
     "search": 3,
     "estimators": 3,
+    "asmk": 4,
+    "verification": 4,
     "evaluation": 4,
     "pipeline": 5,
     "pages": 5,

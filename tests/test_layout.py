@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import vlad
+from vlad._lazy import declared_exports
 
 PACKAGE = pathlib.Path(vlad.__file__).parent
 MODULES = sorted(
@@ -62,7 +63,7 @@ def _imported_names(tree: ast.Module):
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=module_name)
 def test_nothing_private_is_imported_from_another_module(path):
     """A private helper (a name with a leading underscore) stays in its module;
-    private modules (``vlad/search/_spatial.py``) implement the package and are
+    private modules (``vlad/verification/_spatial.py``) implement the package and are
     imported across it, never from outside (see the public names' test)."""
     tree = ast.parse(path.read_text())
     for module, name in _imported_names(tree):
@@ -104,3 +105,36 @@ def test_the_command_line_loads_no_heavy_or_optional_module():
             if name == forbidden or name.startswith(forbidden + ".")
         )  # fmt: skip
         assert not found, f"vlad --help loads {found[:3]}"
+
+
+#: Names that moved out of vlad.search, by the sub-package that holds them now.
+MOVED_FROM_SEARCH = {
+    "vlad.asmk": ["ASMKIndex", "build_asmk_index", "load_asmk_index"],
+    "vlad.verification": ["VERIFICATION_PRESETS", "rerank_spatially"],
+}
+
+
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [(package, name) for package, names in MOVED_FROM_SEARCH.items() for name in names],
+)
+def test_names_that_left_vlad_search_are_deprecated_aliases(package, name):
+    import vlad.search
+
+    with pytest.warns(DeprecationWarning, match=f"use {package}.{name}"):
+        alias = getattr(vlad.search, name)
+    assert alias is getattr(importlib.import_module(package), name)
+    assert name not in vlad.search.__all__
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("__init__.py")), ids=str)
+def test_public_names_are_written_once(path):
+    """A sub-package's ``__all__`` is its TYPE_CHECKING block's names (and
+    those it defines): no second list to fall out of step with it."""
+    source = path.read_text()
+    if "attach_declared" not in source:
+        pytest.skip("no public names read lazily")
+    assert "__all__ = [" not in source and "attach(" not in source
+    module = importlib.import_module(module_name(path).removesuffix(".__init__"))
+    declared = declared_exports(source, module.__name__)
+    assert set(declared) <= set(module.__all__)

@@ -16,8 +16,8 @@ from vlad.images._sift import SiftOptions, extract_keypoints_with_options
 from vlad.pages import draw_matches, write_matches_picture, write_search_page
 from vlad.pages._matches import GAP
 from vlad.search import build_index
-from vlad.search._reranking import rerank_spatially
-from vlad.search._spatial import MIN_INLIERS, count_inliers
+from vlad.verification._reranking import rerank_spatially
+from vlad.verification._spatial import MIN_INLIERS, count_inliers
 
 pytest.importorskip("PIL", reason="the pages need Pillow (vlad-toolkit[html])")
 

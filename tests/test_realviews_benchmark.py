@@ -47,7 +47,7 @@ from benchmarks.realviews.run import (
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
 from vlad.evaluation import evaluate
-from vlad.search import VERIFICATION_PRESETS, rerank_spatially, spatial_rerank
+from vlad.verification import VERIFICATION_PRESETS, rerank_spatially, spatial_rerank
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
 pytestmark = pytest.mark.benchmarks

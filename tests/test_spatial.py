@@ -1,4 +1,4 @@
-"""Spatial verification of candidates: vlad.search._spatial."""
+"""Spatial verification of candidates: vlad.verification._spatial."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from photos import DATA, FAST_OPTIONS
 import vlad
 from vlad.images._files import read_image
 from vlad.images._sift import SiftOptions, extract_keypoints_with_options
-from vlad.search._spatial import (
+from vlad.verification._spatial import (
     MIN_INLIERS,
     REPROJECTION_THRESHOLD,
     count_inliers,

@@ -1,5 +1,5 @@
 """The inlier correspondences of spatial verification:
-vlad.search._spatial.inlier_matches."""
+vlad.verification._spatial.inlier_matches."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from photos import DATA, FAST_OPTIONS
 
 from vlad.images._files import read_image
 from vlad.images._sift import SiftOptions, extract_keypoints_with_options
-from vlad.search._spatial import (
+from vlad.verification._spatial import (
     REPROJECTION_THRESHOLD,
     count_inliers,
     inlier_matches,

@@ -1,5 +1,5 @@
 """Matchings and geometric models of spatial verification on synthetic scenes
-with known geometry: vlad.search._spatial."""
+with known geometry: vlad.verification._spatial."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import vlad.search._matching
-from vlad.search._spatial import (
+import vlad.verification._matching
+from vlad.verification._spatial import (
     EPIPOLAR_THRESHOLD,
     MATCHINGS,
     inlier_matches,
@@ -61,7 +61,7 @@ def test_mutual_matches_are_those_of_a_plain_loop(
     query = rng.integers(0, 3, size=(n_query, n_features))
     descriptors = rng.integers(0, 3, size=(n_candidate, n_features))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(vlad.search._matching, "_PRODUCT_BLOCK", block)
+        patch.setattr(vlad.verification._matching, "_PRODUCT_BLOCK", block)
         found = match_descriptors(query, descriptors, matching=matching, ratio=ratio)
     expected = reference_mutual(
         query, descriptors, ratio if matching == "mutual+ratio" else None
@@ -93,7 +93,7 @@ def test_repeated_descriptors_tie_as_a_plain_loop(
     rng.shuffle(query)
     for matching in ("mutual", "mutual+ratio"):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(vlad.search._matching, "_PRODUCT_BLOCK", block)
+            patch.setattr(vlad.verification._matching, "_PRODUCT_BLOCK", block)
             found = match_descriptors(query, descriptors, matching=matching)
         ratio = 0.8 if matching == "mutual+ratio" else None
         np.testing.assert_array_equal(

@@ -1,5 +1,5 @@
 """Verification settings that follow the descriptors
-(vlad.search._verification_presets): the preset read from each kind of
+(vlad.verification._presets): the preset read from each kind of
 record, and spatial re-ranking that takes each setting left None from it,
 keeps those given, and records which came from where."""
 
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import vlad
-from vlad.search import (
+from vlad.search import SearchResults
+from vlad.search._results import results_from_arrays
+from vlad.verification import (
     VERIFICATION_PRESETS,
-    SearchResults,
     rerank_spatially,
     spatial_rerank,
     verification_preset,
 )
-from vlad.search._results import results_from_arrays
 
 
 def hloc(file, n_features=128):
@@ -67,9 +67,9 @@ def test_a_preset_given_wins_and_an_unknown_one_is_refused():
 
 
 def test_sift_s_preset_is_the_defaults_that_were():
-    from vlad.search._matching import LOWE_RATIO
-    from vlad.search._reranking import DEFAULT_DEPTH
-    from vlad.search._spatial import MAX_KEYPOINTS, MIN_INLIERS
+    from vlad.verification._matching import LOWE_RATIO
+    from vlad.verification._reranking import DEFAULT_DEPTH
+    from vlad.verification._spatial import MAX_KEYPOINTS, MIN_INLIERS
 
     sift = VERIFICATION_PRESETS["sift"]
     assert (

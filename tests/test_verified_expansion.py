@@ -1,4 +1,4 @@
-"""Query expansion by spatially verified images (vlad.search.expand_verified):
+"""Query expansion by spatially verified images (vlad.verification.expand_verified):
 compared with a plain loop over the queries, for an ASMK index and a VLAD
 index, at full depth and cut to the top k; what it keeps and refuses."""
 
@@ -10,13 +10,9 @@ import numpy as np
 import pytest
 
 import vlad
-from vlad.search import (
-    build_asmk_index,
-    build_index,
-    expand_verified,
-    rerank_spatially,
-    spatial_rerank,
-)
+from vlad.asmk import build_asmk_index
+from vlad.search import build_index
+from vlad.verification import expand_verified, rerank_spatially, spatial_rerank
 
 N_IMAGES = 12
 

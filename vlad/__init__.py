@@ -22,7 +22,7 @@ and :class:`vlad.backends.keras.NetVLAD` (Keras 3).
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 from vlad._version import __version__
 
 if TYPE_CHECKING:
@@ -62,96 +62,8 @@ if TYPE_CHECKING:
         fit_vocabularies_to_images,
     )
 
-__all__ = [
-    "AGGREGATORS",
-    "BatchReport",
-    "Codebook",
-    "CodebookAdapter",
-    "DescriptorSets",
-    "EncodedImages",
-    "EncodingOptions",
-    "FeatureExtractor",
-    "ImageReadError",
-    "JaxEncoder",
-    "LearnedOptions",
-    "SIFTExtractor",
-    "SiftOptions",
-    "VladError",
-    "TorchEncoder",
-    "VLADEncoder",
-    "__version__",
-    "adapt_codebook",
-    "adapt_codebook_to_images",
-    "aggregate",
-    "assign",
-    "assign_nearest",
-    "assignment_weights",
-    "available_aggregators",
-    "datasets",
-    "describe_file",
-    "encode",
-    "encode_images",
-    "extract_images",
-    "extract_sift",
-    "find_images",
-    "fit_codebook",
-    "fit_codebook_to_images",
-    "fit_vocabularies",
-    "fit_vocabularies_to_images",
-    "load_vectors",
-    "normalize",
-    "read_image",
-    "root_sift",
-    "save_vectors",
-    "split_vocabularies",
-    "stack_vocabularies",
-]
-
-# The public names, each imported from its module on first use (PEP 562), as
-# are the sub-packages (vlad.core, vlad.datasets...), so that ``import vlad``
-# and the command line's --help import none of NumPy, OpenCV or scikit-learn.
-_EXPORTS = {
-    "JaxEncoder": "vlad.backends.jax._encoder",
-    "TorchEncoder": "vlad.backends.torch._encoder",
-    "CodebookAdapter": "vlad.core._adaptation",
-    "adapt_codebook": "vlad.core._adaptation",
-    "AGGREGATORS": "vlad.core.aggregators",
-    "aggregate": "vlad.core.aggregators",
-    "available_aggregators": "vlad.core.aggregators",
-    "assign": "vlad.core._assignment",
-    "Codebook": "vlad.core._codebook",
-    "fit_codebook": "vlad.core._codebook",
-    "DescriptorSets": "vlad.core._descriptors",
-    "encode": "vlad.core._encoding",
-    "assign_nearest": "vlad.core._nearest",
-    "assignment_weights": "vlad.core._nearest",
-    "normalize": "vlad.core._normalization",
-    "EncodingOptions": "vlad.core._options",
-    "fit_vocabularies": "vlad.core._vocabularies",
-    "split_vocabularies": "vlad.core._vocabularies",
-    "stack_vocabularies": "vlad.core._vocabularies",
-    "VLADEncoder": "vlad.estimators._encoder",
-    "FeatureExtractor": "vlad.estimators._feature_extractor",
-    "SIFTExtractor": "vlad.estimators._sift_extractor",
-    "describe_file": "vlad._info",
-    "VladError": "vlad.errors",
-    "load_vectors": "vlad.formats._vectors",
-    "save_vectors": "vlad.formats._vectors",
-    "BatchReport": "vlad.pipeline",
-    "EncodedImages": "vlad.pipeline",
-    "encode_images": "vlad.pipeline",
-    "extract_images": "vlad.pipeline",
-    "fit_codebook_to_images": "vlad.pipeline",
-    "ImageReadError": "vlad.images._files",
-    "find_images": "vlad.images._files",
-    "read_image": "vlad.images._files",
-    "LearnedOptions": "vlad.images._learned",
-    "SiftOptions": "vlad.images._sift",
-    "extract_sift": "vlad.images._sift",
-    "root_sift": "vlad.images._sift",
-    "adapt_codebook_to_images": "vlad.pipeline",
-    "fit_vocabularies_to_images": "vlad.pipeline",
-}
-
-
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
+# The public names are those of the block above, each imported from its module
+# on first use (PEP 562), as are the sub-packages (vlad.core, vlad.datasets...),
+# so that ``import vlad`` and the command line's --help import none of NumPy,
+# OpenCV or scikit-learn.
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__, ("__version__",))

@@ -68,7 +68,7 @@ def describe_file(path: str | os.PathLike) -> dict:
         (``.json``) or names (``.names.txt``) beside it, a folder of vector
         or descriptor shards (see :mod:`vlad.formats._shards`), any other
         ``.npy``, an index folder (from :meth:`vlad.search.VectorIndex.save`
-        or :meth:`vlad.search.ASMKIndex.save`), search results (``.json``,
+        or :meth:`vlad.asmk.ASMKIndex.save`), search results (``.json``,
         ``.csv`` or pairs ``.txt``, from
         :meth:`vlad.search.SearchResults.write`), an evaluation (``.json``,
         from :meth:`vlad.evaluation.Evaluation.write`), a page (``.html``,
@@ -155,7 +155,7 @@ def describe_file(path: str | os.PathLike) -> dict:
 
 def _describe_index_folder(path: Path) -> dict:
     """A VLAD or an ASMK index folder, told by its ``index.json``."""
-    from vlad.search._asmk_files import FORMAT as ASMK_FORMAT
+    from vlad.asmk._files import FORMAT as ASMK_FORMAT
 
     try:
         kind = json.loads((path / "index.json").read_bytes()).get("format")
@@ -167,9 +167,9 @@ def _describe_index_folder(path: Path) -> dict:
 
 
 def _describe_asmk_index(path: Path) -> dict:
-    """An ASMK index folder, as :func:`vlad.search.load_asmk_index` reads it
+    """An ASMK index folder, as :func:`vlad.asmk.load_asmk_index` reads it
     (its inverted file mapped, not read)."""
-    from vlad.search._asmk_files import load_asmk_index
+    from vlad.asmk._files import load_asmk_index
 
     index = load_asmk_index(path, mmap=True)
     return {

@@ -4,12 +4,14 @@ import every module beside it."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
-__all__ = ["attach"]
+__all__ = ["attach", "attach_declared", "declared_exports"]
 
 
 def attach(
@@ -59,3 +61,67 @@ def attach(
         )
 
     return __getattr__, __dir__
+
+
+def declared_exports(source: str, package: str) -> dict[str, str]:
+    r"""The names that the ``if TYPE_CHECKING:`` block of ``source`` (the text
+    of ``package``'s ``__init__``) imports, each with its module: a
+    sub-package's one list of its public names, which type checkers read
+    too. A sub-module imported by name (``from vlad import datasets``) maps
+    to itself.
+
+    Examples
+    --------
+    >>> text = "if TYPE_CHECKING:\n    from vlad.errors import VladError as E\n"
+    >>> declared_exports(text, "vlad")
+    {'E': 'vlad.errors'}
+    """
+    exports = {}
+    for node in ast.parse(source).body:
+        if not (
+            isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+        ):
+            continue
+        for statement in node.body:
+            if not isinstance(statement, ast.ImportFrom):
+                raise ValueError(f"{package}: only 'from ... import' in TYPE_CHECKING")
+            for alias in statement.names:
+                name = alias.asname or alias.name
+                module = statement.module
+                if module == package:  # a sub-module, found by attach
+                    module = f"{package}.{name}"
+                exports[name] = module
+    return exports
+
+
+def attach_declared(
+    package: str, init_file: str, defined: Sequence[str] = ()
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """:func:`attach` with the public names that the ``if TYPE_CHECKING:``
+    block of ``init_file`` imports (:func:`declared_exports`): each name
+    written once, in that block.
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``.
+    init_file : str
+        Its ``__file__``.
+    defined : sequence of str, default=()
+        Public names the ``__init__`` defines itself.
+
+    Returns
+    -------
+    getattr, dir : callable
+        As :func:`attach`.
+    all : list of str
+        The package's ``__all__``: the declared and defined names, sorted.
+    """
+    exports = declared_exports(Path(init_file).read_text(encoding="utf-8"), package)
+    modules = {
+        name: module
+        for name, module in exports.items()
+        if module != f"{package}.{name}"
+    }
+    getattr_, dir_ = attach(package, modules)
+    return getattr_, dir_, sorted([*exports, *defined])

@@ -28,7 +28,7 @@ assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
 words. The variants that verify as ``vlad search --rerank spatial`` does
 take its ``--matching``, ``--ratio``, ``--min-inliers`` and
 ``--verify-keypoints``; those not given suit the descriptors, as ``vlad
-search`` chooses them (:func:`vlad.search.verification_preset`: SIFT's or
+search`` chooses them (:func:`vlad.verification.verification_preset`: SIFT's or
 ALIKED's), and the variants' names carry the settings given that differ
 from them (e.g. ``asmk-spatial-50-ratio0.8-min12`` on ALIKED's); vlad 0.4's
 verification keeps its own. Each variant's rankings (the whole database, best
@@ -64,26 +64,23 @@ import numpy as np
 
 import vlad
 from benchmarks.report import machine_info
+from vlad.asmk import ASMKIndex, build_asmk_index
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.core._files import atomic_write
 from vlad.core._validation import check_positive_int
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
 from vlad.formats._descriptor_files import read_descriptor_file
-from vlad.search import (
-    ASMKIndex,
-    QueryExpansion,
-    VectorIndex,
+from vlad.search import QueryExpansion, VectorIndex, build_index
+from vlad.verification import (
     VerificationPreset,
     VerificationSettings,
-    build_asmk_index,
-    build_index,
     expand_verified,
     rerank_spatially,
     spatial_rerank,
     verification_preset,
 )
-from vlad.search._matching import matcher
-from vlad.search._spatial import _check_max_keypoints as check_max_keypoints
+from vlad.verification._matching import matcher
+from vlad.verification._spatial import _check_max_keypoints as check_max_keypoints
 
 __all__ = [
     "KS",
@@ -150,7 +147,7 @@ class Prepared:
         A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
         fitted and saved there once, loaded afterwards.
     verification : dict
-        Settings of :func:`vlad.search.rerank_spatially` (``matching``,
+        Settings of :func:`vlad.verification.rerank_spatially` (``matching``,
         ``ratio``, ``min_inliers``, ``max_keypoints``, 0 for every keypoint)
         for the variants that verify as ``vlad search --rerank spatial``
         does; those left out suit the descriptors (:attr:`preset`). vlad
@@ -364,7 +361,7 @@ def verification_name(
 
     Examples
     --------
-    >>> from vlad.search import VERIFICATION_PRESETS
+    >>> from vlad.verification import VERIFICATION_PRESETS
     >>> sift = VERIFICATION_PRESETS["sift"]
     >>> mutual = {"matching": "mutual", "min_inliers": 20}
     >>> verification_name("asmk-spatial-50-qe", mutual, sift)
@@ -492,7 +489,7 @@ def search_asmk_expanded(
 ) -> dict[str, list[str]]:
     """ASMK, spatial verification of the top ``depth``, then query expansion
     by the verified images, as ``vlad search --rerank spatial
-    --expand-verified`` makes it (:func:`vlad.search.expand_verified`): the
+    --expand-verified`` makes it (:func:`vlad.verification.expand_verified`): the
     query's descriptors and those of its first ``expanded`` verified images
     (:attr:`Prepared.min_inliers` or more) search the index again, as one
     query. The verified images keep their places first; the second search

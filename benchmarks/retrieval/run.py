@@ -33,11 +33,12 @@ import numpy as np
 
 import vlad
 from benchmarks.report import machine_info
+from vlad.asmk import build_asmk_index
 from vlad.core._codebook import DEFAULT_N_CLUSTERS
 from vlad.core._files import atomic_write
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.search import QueryExpansion, build_asmk_index, build_index
-from vlad.search._reranking import rerank_spatially
+from vlad.search import QueryExpansion, build_index
+from vlad.verification._reranking import rerank_spatially
 
 __all__ = [
     "Prepared",

@@ -10,7 +10,8 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
-from vlad.search import build_asmk_index, load_asmk_index, read_rankings
+from vlad.asmk import build_asmk_index, load_asmk_index
+from vlad.search import read_rankings
 
 from .conftest import FAST, run
 

@@ -17,7 +17,7 @@ import vlad
 from vlad.errors import VladError
 from vlad.formats._vectors import load_vectors
 from vlad.search import QueryExpansion, load_index, read_rankings
-from vlad.search._spatial import (
+from vlad.verification._spatial import (
     SMALLEST_MAX_KEYPOINTS,
     _check_max_keypoints,
     spatial_rerank,

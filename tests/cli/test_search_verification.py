@@ -12,13 +12,10 @@ import shutil
 import numpy as np
 import pytest
 
+from vlad.asmk import load_asmk_index
 from vlad.formats._descriptor_files import read_descriptor_file
-from vlad.search import (
-    expand_verified,
-    load_asmk_index,
-    read_rankings,
-    rerank_spatially,
-)
+from vlad.search import read_rankings
+from vlad.verification import expand_verified, rerank_spatially
 
 from .conftest import run
 

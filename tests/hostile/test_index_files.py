@@ -15,13 +15,8 @@ import pytest
 
 import vlad
 from hostile.conftest import assert_one_line_error, invoke, record
-from vlad.search import (
-    DamagedIndexError,
-    build_asmk_index,
-    build_index,
-    load_asmk_index,
-    load_index,
-)
+from vlad.asmk import build_asmk_index, load_asmk_index
+from vlad.search import DamagedIndexError, build_index, load_index
 
 N_IMAGES, N_FEATURES = 12, 16
 NAMES = [f"{i:02d}.jpg" for i in range(N_IMAGES)]

@@ -58,7 +58,7 @@ SIGNALLED = """
 #: writing and its rename into place (two runs without --overwrite).
 OVERTAKEN = """
     import contextlib, subprocess, sys
-    import vlad.search._asmk_segment_files as asmk_files
+    import vlad.asmk._segment_files as asmk_files
     import vlad.search._index as vector_index
     split = sys.argv.index("--")
     winner, args = sys.argv[1:split], sys.argv[split + 1 :]
@@ -72,7 +72,7 @@ OVERTAKEN = """
     # An ASMK build holds its own folder's lock: the winner is built beside
     # and renamed to the output in the instant before the loser's rename.
     import os
-    import vlad.search._asmk_streamed as asmk_streamed
+    import vlad.asmk._streamed as asmk_streamed
     def overtaken_move(folder, path, *, overwrite=False,
                        move=asmk_streamed.move_into_place):
         beside = str(path) + "-winner"
@@ -231,7 +231,7 @@ def vector_job(folder, kind: str) -> tuple:
 
 
 JOBS = {"vlad": vector_job, "asmk": asmk_job}
-LOADERS = {"vlad": vlad.search.load_index, "asmk": vlad.search.load_asmk_index}
+LOADERS = {"vlad": vlad.search.load_index, "asmk": vlad.asmk.load_asmk_index}
 
 
 # Two processes each; ASMK's runs with the slow tests.

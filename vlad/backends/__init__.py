@@ -22,20 +22,10 @@ the back-ends' aggregators as ``"module:function"`` strings
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.backends.jax._encoder import JaxEncoder
     from vlad.backends.torch._encoder import TorchEncoder
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "JaxEncoder": "vlad.backends.jax._encoder",
-        "TorchEncoder": "vlad.backends.torch._encoder",
-    },
-)
-__all__ = [
-    "JaxEncoder",
-    "TorchEncoder",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

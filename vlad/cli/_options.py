@@ -388,18 +388,19 @@ def verification_options(
     """``--matching``, ``--ratio``, ``--geometry``, ``--inlier-threshold`` and
     ``--verify-keypoints``: how spatial verification pairs descriptors and
     which model it fits, gathered into one ``verification`` keyword (a dict of
-    :func:`vlad.search.inlier_matches`'s ``matching``, ``ratio``, ``model``,
+    :func:`vlad.verification.inlier_matches`'s ``matching``, ``ratio``, ``model``,
     ``reprojection_threshold`` and ``max_keypoints``).
 
     With ``from_descriptors`` (``vlad search``), ``--ratio`` and
     ``--verify-keypoints`` default to None, "as suits the descriptors"
-    (:data:`vlad.search.VERIFICATION_PRESETS`), ``--verify-keypoints 0`` gives
+    (:data:`vlad.verification.VERIFICATION_PRESETS`), ``--verify-keypoints 0`` gives
     ``max_keypoints=0`` (every keypoint, as
-    :func:`vlad.search.rerank_spatially` takes it), and
+    :func:`vlad.verification.rerank_spatially` takes it), and
     ``--verification-preset`` adds ``preset``. Without it (SIFT of images
     only), they default to SIFT's settings and 0 gives None."""
-    from vlad.search._matching import LOWE_RATIO
-    from vlad.search._spatial import (
+    from vlad.verification._matching import LOWE_RATIO
+    from vlad.verification._presets import VERIFICATION_PRESETS
+    from vlad.verification._spatial import (
         EPIPOLAR_THRESHOLD,
         GEOMETRIC_MODELS,
         MATCHINGS,
@@ -408,7 +409,6 @@ def verification_options(
         REPROJECTION_THRESHOLD,
         SMALLEST_MAX_KEYPOINTS,
     )
-    from vlad.search._verification_presets import VERIFICATION_PRESETS
 
     names = ["matching", "ratio", "model", "reprojection_threshold", "verify_keypoints"]
     ratio_help = (
@@ -511,7 +511,7 @@ def preset_defaults(field: str, show: Callable[[object], str]) -> str:
     """The defaults of a verification setting by kind of descriptors, for
     ``--help``: ``" [default: as suits the descriptors: 0.9 for aliked, 0.8
     for sift]"``."""
-    from vlad.search._verification_presets import VERIFICATION_PRESETS
+    from vlad.verification._presets import VERIFICATION_PRESETS
 
     values = ", ".join(
         f"{show(getattr(settings, field))} for {name}"

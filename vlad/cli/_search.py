@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from vlad.asmk._files import is_asmk_index
 from vlad.cli._options import (
     deprecated_alias,
     jobs_option,
@@ -27,7 +28,6 @@ from vlad.cli._reporting import (
 )
 from vlad.formats._names import printable
 from vlad.pipeline._search_run import search_index
-from vlad.search._asmk_files import is_asmk_index
 from vlad.search._results import RESULT_SUFFIXES, SearchResults
 
 __all__ = ["search"]

@@ -28,7 +28,7 @@ The public names are re-exported by :mod:`vlad`.
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.core._adaptation import CodebookAdapter, adapt_codebook
@@ -53,58 +53,4 @@ if TYPE_CHECKING:
     )
     from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "AGGREGATORS": "vlad.core.aggregators",
-        "Codebook": "vlad.core._codebook",
-        "CodebookAdapter": "vlad.core._adaptation",
-        "DEFAULT_N_CLUSTERS": "vlad.core._codebook",
-        "DescriptorReservoir": "vlad.core._sampling",
-        "DescriptorSets": "vlad.core._descriptors",
-        "EncodingOptions": "vlad.core._options",
-        "KMEANS_PLUSPLUS_MAX_CLUSTERS": "vlad.core._kmeans",
-        "POWER": "vlad.core._parameters",
-        "Parameter": "vlad.core._parameters",
-        "adapt_codebook": "vlad.core._adaptation",
-        "aggregate": "vlad.core.aggregators",
-        "assign": "vlad.core._assignment",
-        "assign_nearest": "vlad.core._nearest",
-        "assignment_weights": "vlad.core._nearest",
-        "available_aggregators": "vlad.core.aggregators",
-        "encode": "vlad.core._encoding",
-        "fit_codebook": "vlad.core._codebook",
-        "fit_vocabularies": "vlad.core._vocabularies",
-        "normalize": "vlad.core._normalization",
-        "spherical_lloyd": "vlad.core._kmeans",
-        "two_level_kmeans": "vlad.core._kmeans",
-        "split_vocabularies": "vlad.core._vocabularies",
-        "stack_vocabularies": "vlad.core._vocabularies",
-    },
-)
-__all__ = [
-    "AGGREGATORS",
-    "Codebook",
-    "CodebookAdapter",
-    "DEFAULT_N_CLUSTERS",
-    "DescriptorReservoir",
-    "DescriptorSets",
-    "EncodingOptions",
-    "KMEANS_PLUSPLUS_MAX_CLUSTERS",
-    "POWER",
-    "Parameter",
-    "adapt_codebook",
-    "aggregate",
-    "assign",
-    "assign_nearest",
-    "assignment_weights",
-    "available_aggregators",
-    "encode",
-    "fit_codebook",
-    "fit_vocabularies",
-    "normalize",
-    "spherical_lloyd",
-    "two_level_kmeans",
-    "split_vocabularies",
-    "stack_vocabularies",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -13,23 +13,11 @@ first use.
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.estimators._encoder import VLADEncoder
     from vlad.estimators._feature_extractor import FeatureExtractor
     from vlad.estimators._sift_extractor import SIFTExtractor
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "FeatureExtractor": "vlad.estimators._feature_extractor",
-        "SIFTExtractor": "vlad.estimators._sift_extractor",
-        "VLADEncoder": "vlad.estimators._encoder",
-    },
-)
-__all__ = [
-    "FeatureExtractor",
-    "SIFTExtractor",
-    "VLADEncoder",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

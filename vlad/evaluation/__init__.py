@@ -14,7 +14,7 @@ results file. The metrics of a single ranking are plain functions:
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.evaluation._curves import mean_interpolated_precision
@@ -49,52 +49,4 @@ if TYPE_CHECKING:
         evaluate,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "DEFAULT_KS": "vlad.evaluation._scoring",
-        "Evaluation": "vlad.evaluation._scoring",
-        "QueryEvaluation": "vlad.evaluation._scoring",
-        "QueryTruth": "vlad.evaluation._ground_truth",
-        "REVISITED_PROTOCOLS": "vlad.evaluation._revisited",
-        "average_precision": "vlad.evaluation._metrics",
-        "average_precision_of_ranks": "vlad.evaluation._metrics",
-        "evaluate": "vlad.evaluation._scoring",
-        "evaluate_files": "vlad.evaluation._files",
-        "ground_truth_from_mapping": "vlad.evaluation._ground_truth",
-        "holidays_ground_truth": "vlad.evaluation._holidays",
-        "load_ground_truth": "vlad.evaluation._ground_truth",
-        "load_holidays_ground_truth": "vlad.evaluation._holidays",
-        "load_revisited_ground_truth": "vlad.evaluation._revisited",
-        "mean_interpolated_precision": "vlad.evaluation._curves",
-        "precision_at_k": "vlad.evaluation._metrics",
-        "recall_at_k": "vlad.evaluation._metrics",
-        "reciprocal_rank": "vlad.evaluation._metrics",
-        "relevant_ranks": "vlad.evaluation._metrics",
-        "revisited_ground_truth": "vlad.evaluation._revisited",
-        "score_ranks": "vlad.evaluation._metrics",
-    },
-)
-__all__ = [
-    "DEFAULT_KS",
-    "Evaluation",
-    "QueryEvaluation",
-    "QueryTruth",
-    "REVISITED_PROTOCOLS",
-    "average_precision",
-    "average_precision_of_ranks",
-    "evaluate",
-    "evaluate_files",
-    "ground_truth_from_mapping",
-    "holidays_ground_truth",
-    "load_ground_truth",
-    "load_holidays_ground_truth",
-    "load_revisited_ground_truth",
-    "mean_interpolated_precision",
-    "precision_at_k",
-    "recall_at_k",
-    "reciprocal_rank",
-    "relevant_ranks",
-    "revisited_ground_truth",
-    "score_ranks",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

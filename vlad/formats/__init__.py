@@ -22,7 +22,7 @@ Codebooks and descriptor sets are saved by :meth:`vlad.Codebook.save` and
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.formats._descriptor_shards import (
@@ -37,30 +37,4 @@ if TYPE_CHECKING:
     from vlad.formats._shards import ShardedVectors, open_shards
     from vlad.formats._vectors import load_vectors, save_vectors
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "HlocLocalFeatures": "vlad.formats._hloc",
-        "ShardedDescriptorSets": "vlad.formats._descriptor_shards",
-        "ShardedVectors": "vlad.formats._shards",
-        "load_vectors": "vlad.formats._vectors",
-        "open_descriptor_shards": "vlad.formats._descriptor_shards",
-        "open_local_features": "vlad.formats._hloc",
-        "open_shards": "vlad.formats._shards",
-        "read_global_features": "vlad.formats._hloc_global",
-        "save_vectors": "vlad.formats._vectors",
-        "write_global_features": "vlad.formats._hloc_global",
-    },
-)
-__all__ = [
-    "HlocLocalFeatures",
-    "ShardedDescriptorSets",
-    "ShardedVectors",
-    "load_vectors",
-    "open_descriptor_shards",
-    "open_local_features",
-    "open_shards",
-    "read_global_features",
-    "save_vectors",
-    "write_global_features",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -26,7 +26,7 @@ are :mod:`vlad.pipeline`'s.
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.images._decoder_messages import capture_decoder_messages
@@ -45,32 +45,4 @@ if TYPE_CHECKING:
         root_sift,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "DESCRIPTOR_PARAMETERS": "vlad.images._sift",
-        "ImageReadError": "vlad.images._files",
-        "LearnedOptions": "vlad.images._learned",
-        "SiftOptions": "vlad.images._sift",
-        "capture_decoder_messages": "vlad.images._decoder_messages",
-        "extract_sift": "vlad.images._sift",
-        "find_images": "vlad.images._files",
-        "read_image": "vlad.images._files",
-        "read_image_reduced": "vlad.images._files",
-        "root_sift": "vlad.images._sift",
-        "unpack_bits": "vlad.images._detectors",
-    },
-)
-__all__ = [
-    "DESCRIPTOR_PARAMETERS",
-    "ImageReadError",
-    "LearnedOptions",
-    "SiftOptions",
-    "capture_decoder_messages",
-    "extract_sift",
-    "find_images",
-    "read_image",
-    "read_image_reduced",
-    "root_sift",
-    "unpack_bits",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -11,7 +11,7 @@ kept in a folder beside each page.
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.pages._evaluation_page import write_evaluation_page
@@ -19,24 +19,4 @@ if TYPE_CHECKING:
     from vlad.pages._search_page import PageReport, write_search_page
     from vlad.pages._thumbnails import ImageFolders
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "ImageFolders": "vlad.pages._thumbnails",
-        "MatchesPicture": "vlad.pages._matches",
-        "PageReport": "vlad.pages._search_page",
-        "draw_matches": "vlad.pages._matches",
-        "write_evaluation_page": "vlad.pages._evaluation_page",
-        "write_matches_picture": "vlad.pages._matches",
-        "write_search_page": "vlad.pages._search_page",
-    },
-)
-__all__ = [
-    "ImageFolders",
-    "MatchesPicture",
-    "PageReport",
-    "draw_matches",
-    "write_evaluation_page",
-    "write_matches_picture",
-    "write_search_page",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

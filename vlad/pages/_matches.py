@@ -19,7 +19,7 @@ from vlad.images._extractors import resolve_extractor
 from vlad.images._files import MAX_PIXELS, ImageReadError, read_checked
 from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
-from vlad.search._spatial import (
+from vlad.verification._spatial import (
     LOWE_RATIO,
     MAX_KEYPOINTS,
     inlier_matches,
@@ -245,7 +245,7 @@ def write_matches_picture(
         ``features="aliked"``); the defaults of
         :class:`vlad.images.SiftOptions` when not given.
     matching, model, ratio, reprojection_threshold, max_keypoints
-        As in :func:`vlad.search.inlier_matches`.
+        As in :func:`vlad.verification.inlier_matches`.
     max_height : int or None, default=600
         Height of the picture at most; None keeps the taller image's.
     overwrite : bool, default=True

@@ -49,7 +49,7 @@ from vlad.pages._thumbnails import (
     write_file_atomically,
 )
 from vlad.search._results import QueryResult, SearchResults
-from vlad.search._spatial import MIN_INLIERS, inlier_matches
+from vlad.verification._spatial import MIN_INLIERS, inlier_matches
 
 __all__ = ["DEFAULT_LIMIT", "MATCHES_HEIGHT", "PageReport", "write_search_page"]
 
@@ -197,7 +197,7 @@ def write_search_page(
     descriptor_sets : (DescriptorSets, DescriptorSets), optional
         The queries' and the database's descriptors with keypoints, as
         spatial re-ranking took them: the page then links each verified hit
-        (:data:`~vlad.search._spatial.MIN_INLIERS` inliers or the re-ranking's
+        (:data:`~vlad.verification._spatial.MIN_INLIERS` inliers or the re-ranking's
         threshold) to a picture of its inliers.
     n_jobs : int or None, default=None
         Images made at once, on threads; None or -1 for every core.

@@ -27,7 +27,7 @@ into folders of shards, here or on a Dask cluster.
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.pipeline._adaptation import adapt_codebook_to_images
@@ -54,54 +54,4 @@ if TYPE_CHECKING:
         fit_vocabularies_to_images,
     )
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "BatchReport": "vlad.pipeline._batch",
-        "DESCRIPTOR_SHARD_IMAGES": "vlad.pipeline._descriptor_shards",
-        "ENCODE_CHUNK_IMAGES": "vlad.pipeline._encoding",
-        "EncodedImages": "vlad.pipeline._encoding",
-        "SHARD_IMAGES": "vlad.pipeline._vector_shards",
-        "SearchRun": "vlad.pipeline._search_run",
-        "adapt_codebook_to_images": "vlad.pipeline._adaptation",
-        "dask_client": "vlad.pipeline._cluster",
-        "encode_images": "vlad.pipeline._encoding",
-        "encode_images_to_folder": "vlad.pipeline._vector_shards",
-        "extract_images": "vlad.pipeline._extraction",
-        "extract_images_to_folder": "vlad.pipeline._descriptor_shards",
-        "fit_codebook_to_images": "vlad.pipeline._vocabularies",
-        "fit_vocabularies_to_images": "vlad.pipeline._vocabularies",
-        "read_asmk_queries": "vlad.pipeline._queries",
-        "read_descriptor_sets": "vlad.pipeline._extraction",
-        "read_queries": "vlad.pipeline._queries",
-        "search_asmk_shards": "vlad.pipeline._asmk_shards",
-        "search_index": "vlad.pipeline._search_run",
-        "write_adapted_codebook": "vlad.pipeline._codebook_fit",
-        "write_codebook": "vlad.pipeline._codebook_fit",
-        "write_index": "vlad.pipeline._index_build",
-    },
-)
-__all__ = [
-    "BatchReport",
-    "DESCRIPTOR_SHARD_IMAGES",
-    "ENCODE_CHUNK_IMAGES",
-    "EncodedImages",
-    "SHARD_IMAGES",
-    "SearchRun",
-    "adapt_codebook_to_images",
-    "dask_client",
-    "encode_images",
-    "encode_images_to_folder",
-    "extract_images",
-    "extract_images_to_folder",
-    "fit_codebook_to_images",
-    "fit_vocabularies_to_images",
-    "read_asmk_queries",
-    "read_descriptor_sets",
-    "read_queries",
-    "search_asmk_shards",
-    "search_index",
-    "write_adapted_codebook",
-    "write_codebook",
-    "write_index",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

@@ -28,19 +28,19 @@ from typing import Any
 
 import numpy as np
 
-from vlad.core._validation import check_positive_int
-from vlad.errors import VladError
-from vlad.pipeline._cluster import TASK_RETRIES, require_client
-from vlad.search._asmk import ASMKIndex
-from vlad.search._asmk_files import load_asmk_index
-from vlad.search._asmk_parts import checked_names, renamed
-from vlad.search._asmk_scoring import (
+from vlad.asmk._files import load_asmk_index
+from vlad.asmk._index import ASMKIndex
+from vlad.asmk._parts import checked_names, renamed
+from vlad.asmk._scoring import (
     NO_DESCRIPTORS,
     query_words,
     ranked_images,
     words_per_descriptor,
 )
-from vlad.search._asmk_weights import IndexWeights, idf_self_similarities
+from vlad.asmk._weights import IndexWeights, idf_self_similarities
+from vlad.core._validation import check_positive_int
+from vlad.errors import VladError
+from vlad.pipeline._cluster import TASK_RETRIES, require_client
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
 __all__ = ["search_asmk_shards"]
@@ -93,7 +93,7 @@ def search_asmk_shards(
     Returns
     -------
     SearchResults
-        As :meth:`vlad.search.ASMKIndex.search` of one index holding every
+        As :meth:`vlad.asmk.ASMKIndex.search` of one index holding every
         shard's images in order; rows and names are the collection's.
 
     Raises

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import os
 
+from vlad.asmk._index import ASMKIndex
+from vlad.asmk._streamed import write_asmk_index
+from vlad.asmk._updates import append_asmk_index, merge_asmk_index
 from vlad.core._codebook import Codebook
 from vlad.errors import VladError
 from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.formats._shards import open_shards
 from vlad.formats._vectors import load_vectors
 from vlad.pipeline._queries import source_record
-from vlad.search._asmk import ASMKIndex
-from vlad.search._asmk_streamed import write_asmk_index
-from vlad.search._asmk_updates import append_asmk_index, merge_asmk_index
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import VectorIndex, build_index
 from vlad.search._streamed_index import index_shards
@@ -72,19 +72,19 @@ def write_index(
         ``method="asmk"`` (needed, unless ``append``): the visual words, kept
         in the index.
     binary, alpha, threshold, idf, quantizer, quantizer_parameters
-        ``method="asmk"``: as in :func:`vlad.search.build_asmk_index`.
+        ``method="asmk"``: as in :func:`vlad.asmk.build_asmk_index`.
     append : bool, default=False
         ``method="asmk"``: add the images of ``source`` to the index folder
-        ``output`` as a new segment (:func:`vlad.search.append_asmk_index`),
+        ``output`` as a new segment (:func:`vlad.asmk.append_asmk_index`),
         with its codebook and settings, instead of writing a new index.
     merge : bool, default=False
         With ``append``: then merge the index's segments into one
-        (:func:`vlad.search.merge_asmk_index`).
+        (:func:`vlad.asmk.merge_asmk_index`).
     overwrite : bool, default=False
         Replace an existing ``output``.
     resume : bool, default=False
         ``method="asmk"``: go on from the segments an interrupted build of
-        ``output`` wrote (:func:`vlad.search.write_asmk_index`).
+        ``output`` wrote (:func:`vlad.asmk.write_asmk_index`).
 
     Returns
     -------
@@ -107,7 +107,7 @@ def write_index(
 
     See Also
     --------
-    vlad.search.build_index, vlad.search.build_asmk_index
+    vlad.search.build_index, vlad.asmk.build_asmk_index
     vlad.pipeline.search_index
 
     Examples

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vlad.asmk._index import ASMKIndex
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._encoding import encode
@@ -27,7 +28,6 @@ from vlad.images._sift import SiftOptions
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._encoding import encode_images
 from vlad.pipeline._extraction import read_descriptor_sets
-from vlad.search._asmk import ASMKIndex
 from vlad.search._index import VectorIndex
 
 __all__ = [

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from vlad.asmk._files import is_asmk_index, load_asmk_index
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._encoding import encode
@@ -17,12 +18,11 @@ from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.images._files import MAX_PIXELS
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._queries import encoding_options, read_asmk_queries, read_queries
-from vlad.search._asmk_files import is_asmk_index, load_asmk_index
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import load_index
-from vlad.search._reranking import rerank_spatially
 from vlad.search._results import SearchResults
-from vlad.search._verified_expansion import expand_verified as expand_by_verified
+from vlad.verification._expansion import expand_verified as expand_by_verified
+from vlad.verification._reranking import rerank_spatially
 
 __all__ = ["RERANKINGS", "SearchRun", "search_index"]
 
@@ -86,7 +86,7 @@ def search_index(
     ----------
     index : path-like
         An index folder written by :meth:`vlad.search.VectorIndex.save` (``vlad
-        index``) or by :meth:`vlad.search.ASMKIndex.save` (``vlad index --method
+        index``) or by :meth:`vlad.asmk.ASMKIndex.save` (``vlad index --method
         asmk``); its kind is read from the folder.
     queries : path-like or sequence of path-like
         A vectors file or folder (or hloc's global features), a descriptors
@@ -108,7 +108,7 @@ def search_index(
         A neighbour's weight is its similarity to this power (0: average).
     rerank_depth : int, optional
         Results per query verified by spatial re-ranking; by default, as
-        suits the descriptors (:data:`vlad.search.VERIFICATION_PRESETS`: 20
+        suits the descriptors (:data:`vlad.verification.VERIFICATION_PRESETS`: 20
         for SIFT, 50 for ALIKED).
     min_inliers : int, optional
         Inliers that verify a result; by default, as suits the descriptors
@@ -116,13 +116,13 @@ def search_index(
     verification : mapping, optional
         ``matching``, ``ratio``, ``model``, ``reprojection_threshold``,
         ``max_keypoints`` and ``preset`` of
-        :func:`vlad.search.rerank_spatially`; ``ratio`` and ``max_keypoints``
+        :func:`vlad.verification.rerank_spatially`; ``ratio`` and ``max_keypoints``
         left out (or None) suit the descriptors as ``rerank_depth`` does.
     expand_verified : int, default=0
         After spatial re-ranking, search again with each query's descriptors
         and those of its first ``expand_verified`` verified images, as one
         query; the verified images keep their places
-        (:func:`vlad.search.expand_verified`). 0: no second search.
+        (:func:`vlad.verification.expand_verified`). 0: no second search.
     database_descriptors : path-like, optional
         The index images' descriptors with keypoints (``vlad extract``'s file
         or hloc's local features), needed by spatial re-ranking.
@@ -155,8 +155,8 @@ def search_index(
 
     See Also
     --------
-    vlad.search.VectorIndex.search, vlad.search.ASMKIndex.search
-    vlad.search.rerank_spatially
+    vlad.search.VectorIndex.search, vlad.asmk.ASMKIndex.search
+    vlad.verification.rerank_spatially
 
     Examples
     --------

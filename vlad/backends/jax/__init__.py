@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vlad._extras import install_command
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 
 def import_jax():
@@ -31,13 +31,4 @@ def import_jax():
 if TYPE_CHECKING:
     from vlad.backends.jax._encoder import JaxEncoder
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "JaxEncoder": "vlad.backends.jax._encoder",
-    },
-)
-__all__ = [
-    "JaxEncoder",
-    "import_jax",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__, ("import_jax",))

@@ -4,19 +4,9 @@ when the layer is, with an error that says how to install it."""
 
 from typing import TYPE_CHECKING
 
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
     from vlad.backends.keras._layer import NetVLAD, padded
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "NetVLAD": "vlad.backends.keras._layer",
-        "padded": "vlad.backends.keras._layer",
-    },
-)
-__all__ = [
-    "NetVLAD",
-    "padded",
-]
+__getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

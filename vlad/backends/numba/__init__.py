@@ -18,7 +18,7 @@ import importlib
 from types import ModuleType
 
 from vlad._extras import install_command
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 
 
 def numba_kernels() -> ModuleType:
@@ -53,11 +53,6 @@ def asmk_kernels() -> ModuleType | None:
     return importlib.import_module("vlad.backends.numba._asmk_kernels")
 
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {},
+__getattr__, __dir__, __all__ = attach_declared(
+    __name__, __file__, ("asmk_kernels", "numba_kernels")
 )
-__all__ = [
-    "asmk_kernels",
-    "numba_kernels",
-]

@@ -24,7 +24,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from vlad._extras import install_command
-from vlad._lazy import attach
+from vlad._lazy import attach_declared
 from vlad.core._parallel import SharedThreadLimit
 
 
@@ -92,18 +92,6 @@ if TYPE_CHECKING:
     from vlad.backends.torch._features import PatchTokens
     from vlad.backends.torch._layer import NetVLAD
 
-__getattr__, __dir__ = attach(
-    __name__,
-    {
-        "NetVLAD": "vlad.backends.torch._layer",
-        "PatchTokens": "vlad.backends.torch._features",
-        "TorchEncoder": "vlad.backends.torch._encoder",
-    },
+__getattr__, __dir__, __all__ = attach_declared(
+    __name__, __file__, ("full_float32_matmul", "import_torch")
 )
-__all__ = [
-    "NetVLAD",
-    "PatchTokens",
-    "TorchEncoder",
-    "full_float32_matmul",
-    "import_torch",
-]

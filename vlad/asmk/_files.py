@@ -1,7 +1,7 @@
 """ASMK index folders: written whole or not at all, read without unpickling.
 
 Folders are written in format version 2, the inverted file in segments
-(:mod:`vlad.search._asmk_segment_files`). A folder of version 1 holds
+(:mod:`vlad.asmk._segment_files`). A folder of version 1 holds
 ``index.json`` (format, version, kernel settings, source, and from vlad 0.5
 the SHA-256 of each other file), ``names.json``, ``codebook.npz`` and the
 inverted file as ``.npy`` arrays: ``word_offsets.npy`` (int64, K + 1),
@@ -17,16 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from vlad.core._codebook import Codebook
-from vlad.core._files import check_format_version, read_numpy_file
-from vlad.errors import DamagedIndexError, VladError
-from vlad.search._asmk import ASMKIndex
-from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
-from vlad.search._asmk_segment_files import (
+from vlad.asmk._index import ASMKIndex
+from vlad.asmk._kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.asmk._segment_files import (
     SEGMENTED_VERSION,
     read_segmented_index,
     write_segmented_index,
 )
+from vlad.core._codebook import Codebook
+from vlad.core._files import check_format_version, read_numpy_file
+from vlad.errors import DamagedIndexError, VladError
 from vlad.search._index_folders import (
     RECORD_NAME,
     check_checksums,

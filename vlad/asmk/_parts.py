@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from vlad.asmk._kernel import aggregate_residuals, encode_residuals
+from vlad.asmk._segments import ASMKSegment, segment_from_entries
 from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
 from vlad.errors import VladError
-from vlad.search._asmk_kernel import aggregate_residuals, encode_residuals
-from vlad.search._asmk_segments import ASMKSegment, segment_from_entries
 
 __all__ = [
     "checked_names",

@@ -1,6 +1,6 @@
 """Query expansion by spatially verified images.
 
-After spatial verification (:func:`vlad.search.rerank_spatially`), the images
+After spatial verification (:func:`vlad.verification.rerank_spatially`), the images
 that a query verified show the same scene, seen otherwise: each query's
 descriptors and those of its first verified images search the index again as
 one query (Chum et al. 2007, "total recall"; aggregated as ASMK aggregates one
@@ -52,7 +52,7 @@ def expand_verified(
     Parameters
     ----------
     results : SearchResults
-        Spatially verified results (:func:`vlad.search.rerank_spatially`):
+        Spatially verified results (:func:`vlad.verification.rerank_spatially`):
         each result's ``inliers``, its verified images first.
     queries : DescriptorSets
         The queries' descriptors, named as the results' queries.
@@ -91,7 +91,8 @@ def expand_verified(
     --------
     >>> import functools
     >>> import vlad
-    >>> from vlad.search import build_asmk_index, expand_verified, rerank_spatially
+    >>> from vlad.asmk import build_asmk_index
+    >>> from vlad.verification import expand_verified, rerank_spatially
     >>> sets, _ = vlad.extract_images("data", {"max_side": 256}, n_jobs=1)
     >>> index = build_asmk_index(sets, vlad.fit_codebook(sets, 32, n_jobs=1))
     >>> verified = rerank_spatially(index.search(sets, 8), sets, sets, n_jobs=1)

@@ -41,14 +41,14 @@ from pathlib import Path
 import numpy as np
 
 from vlad._version import __version__
+from vlad.asmk._index import ASMKIndex
+from vlad.asmk._kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.asmk._quantizer import EXACT, WordQuantizer
+from vlad.asmk._segments import ASMKSegment
 from vlad.core._codebook import Codebook
 from vlad.core._files import read_numpy_file
 from vlad.errors import DamagedIndexError
 from vlad.formats._folders import replace_folder
-from vlad.search._asmk import ASMKIndex
-from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
-from vlad.search._asmk_quantizer import EXACT, WordQuantizer
-from vlad.search._asmk_segments import ASMKSegment
 from vlad.search._index_folders import (
     CHECKSUMS,
     RECORD_NAME,
@@ -161,7 +161,7 @@ def read_segmented_index(
     folder: Path, record: dict, *, mmap: bool, check_entries: bool | None = None
 ) -> ASMKIndex:
     """The index of a folder of format version 2 whose ``index.json`` says
-    ``record`` (see :func:`vlad.search.load_asmk_index`).
+    ``record`` (see :func:`vlad.asmk.load_asmk_index`).
 
     ``check_entries`` (None: unless ``mmap`` and the entries take more than
     :data:`CHECKED_MAPPED_BYTES`) compares the checksums of the segments'
@@ -500,7 +500,7 @@ def record_text(
     """``index.json`` of the folder whose segments are ``entries``: the
     checksums of the files beside them are computed here (the codebook, the
     self-similarities and the index over the words: at most tens of MB)."""
-    from vlad.search._asmk_files import FORMAT
+    from vlad.asmk._files import FORMAT
 
     names = ["codebook.npz", similarities]
     if not index._quantizer().exact:

@@ -40,7 +40,7 @@ def concatenated_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from vlad.search._inverted_lists import concatenated_ranges
+    >>> from vlad.asmk._inverted_lists import concatenated_ranges
     >>> concatenated_ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist()
     [5, 6, 9, 10, 11]
     """

@@ -22,8 +22,8 @@ import contextlib
 
 import numpy as np
 
+from vlad.asmk._kernel import word_quantizer
 from vlad.errors import VladError
-from vlad.search._asmk_kernel import word_quantizer
 from vlad.search._faiss_store import require_faiss
 
 __all__ = ["EXACT", "WordQuantizer"]

@@ -219,7 +219,7 @@ def selectivity(similarities: np.ndarray, alpha: float, threshold: float) -> np.
     Examples
     --------
     >>> import numpy as np
-    >>> from vlad.search._asmk_kernel import selectivity
+    >>> from vlad.asmk._kernel import selectivity
     >>> selectivity(np.array([-0.5, 0.0, 0.5, 1.0]), 3.0, 0.0).tolist()
     [0.0, 0.0, 0.125, 1.0]
     """

@@ -22,12 +22,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from vlad.errors import VladError
-from vlad.search._inverted_lists import (
+from vlad.asmk._inverted_lists import (
     concatenated_ranges,
     inverted_lists,
     list_blocks,
 )
+from vlad.errors import VladError
 
 __all__ = [
     "ASMKSegment",

@@ -2,8 +2,8 @@
 selective match kernel (ASMK, ASMK*), beside VLAD's :class:`VectorIndex`.
 
 The index keeps, for each visual word, the images holding it and their
-aggregated residuals (see :mod:`vlad.search._asmk_kernel`), in segments of
-flat arrays (:mod:`vlad.search._asmk_segments`): per segment
+aggregated residuals (see :mod:`vlad.asmk._kernel`), in segments of
+flat arrays (:mod:`vlad.asmk._segments`): per segment
 ``word_offsets`` (K + 1,), and per entry ``entry_images`` (int32) and
 ``codes`` (packed sign bits, or float32 unit residuals), word after word.
 Adding images adds a segment; :meth:`ASMKIndex.merge` makes one of them all.
@@ -19,22 +19,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vlad.asmk._descriptors import check_same_descriptors
+from vlad.asmk._kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.asmk._parts import new_segment, parts_record
+from vlad.asmk._quantizer import EXACT, WordQuantizer
+from vlad.asmk._scoring import search_queries
+from vlad.asmk._segments import (
+    ASMKSegment,
+    check_segments,
+    merge_segments,
+)
+from vlad.asmk._weights import IndexWeights, index_weights
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._validation import check_finite
 from vlad.errors import VladError
 from vlad.images._extractors import check_same_kind
-from vlad.search._asmk_descriptors import check_same_descriptors
-from vlad.search._asmk_kernel import check_kernel_parameters, code_dtype, code_width
-from vlad.search._asmk_parts import new_segment, parts_record
-from vlad.search._asmk_quantizer import EXACT, WordQuantizer
-from vlad.search._asmk_scoring import search_queries
-from vlad.search._asmk_segments import (
-    ASMKSegment,
-    check_segments,
-    merge_segments,
-)
-from vlad.search._asmk_weights import IndexWeights, index_weights
 from vlad.search._results import SearchResults
 
 __all__ = ["ASMKIndex", "build_asmk_index"]
@@ -49,7 +49,7 @@ class ASMKIndex:
     """An inverted file of aggregated residuals, searched by ASMK or ASMK*.
 
     Build one with :func:`build_asmk_index`, read one with
-    :func:`vlad.search.load_asmk_index`. The arguments here make an index of
+    :func:`vlad.asmk.load_asmk_index`. The arguments here make an index of
     one segment; :meth:`add` appends segments.
 
     Parameters
@@ -338,7 +338,7 @@ class ASMKIndex:
         The search gives the same results before and after; with one segment
         it reads each query word's list at one place instead of one per
         segment. An index saved in a folder is merged in place by
-        :func:`vlad.search.merge_asmk_index`.
+        :func:`vlad.asmk.merge_asmk_index`.
         """
         if len(self.segments) > 1:
             statistics, known = self._statistics, self._known_self_similarities
@@ -407,7 +407,7 @@ class ASMKIndex:
         }
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
-        """Write to a folder, atomically (see :func:`vlad.search.load_asmk_index`).
+        """Write to a folder, atomically (see :func:`vlad.asmk.load_asmk_index`).
 
         Parameters
         ----------
@@ -421,7 +421,7 @@ class ASMKIndex:
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
         """
-        from vlad.search._asmk_files import save_asmk_index
+        from vlad.asmk._files import save_asmk_index
 
         save_asmk_index(self, path, overwrite=overwrite)
 
@@ -523,7 +523,7 @@ def build_asmk_index(
     --------
     >>> import numpy as np
     >>> import vlad
-    >>> from vlad.search import build_asmk_index
+    >>> from vlad.asmk import build_asmk_index
     >>> codebook = vlad.Codebook([[0.0, 0.0], [10.0, 10.0]])
     >>> sets = vlad.DescriptorSets.from_list(
     ...     [[[1.0, -1.0], [9.0, 11.0]], [[1.0, -2.0]], np.zeros((0, 2))],

@@ -16,20 +16,20 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from vlad.backends.numba import asmk_kernels
-from vlad.core._parallel import resolve_n_jobs, run_ranges
-from vlad.core._validation import check_positive_int
-from vlad.search._asmk_kernel import (
+from vlad.asmk._inverted_lists import best_rows
+from vlad.asmk._kernel import (
     aggregate_residuals,
     binary_similarities,
     encode_residuals,
     hamming_similarities,
     selectivity,
 )
-from vlad.search._asmk_parts import checked_names, descriptor_parts, renamed
-from vlad.search._asmk_segments import ASMKSegment, segment_lists
-from vlad.search._asmk_weights import IndexWeights
-from vlad.search._inverted_lists import best_rows
+from vlad.asmk._parts import checked_names, descriptor_parts, renamed
+from vlad.asmk._segments import ASMKSegment, segment_lists
+from vlad.asmk._weights import IndexWeights
+from vlad.backends.numba import asmk_kernels
+from vlad.core._parallel import resolve_n_jobs, run_ranges
+from vlad.core._validation import check_positive_int
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
 __all__ = [
@@ -177,7 +177,7 @@ def search_queries(
     query_names,
     n_jobs: int | None = None,
 ) -> SearchResults:
-    """:meth:`vlad.search.ASMKIndex.search` of ``index``."""
+    """:meth:`vlad.asmk.ASMKIndex.search` of ``index``."""
     n_threads = resolve_n_jobs(n_jobs)
     k = check_positive_int(k, "k")
     n_nearest = words_per_descriptor(index, multiple_assignment)

@@ -3,7 +3,7 @@
 A fundamental matrix (a rigid 3-D scene seen from two places, by MAGSAC++), a
 homography (a plane seen in perspective), an affine transform or a similarity
 (edited copies), each fitted by OpenCV to the positions of tentative matches
-(:mod:`vlad.search._matching`); the matches a model explains are its inliers.
+(:mod:`vlad.verification._matching`); the matches a model explains are its inliers.
 
 OpenCV's RANSAC and MAGSAC draw their samples from a generator seeded afresh
 on every call, so an inlier mask depends only on its inputs: not on earlier
@@ -157,7 +157,7 @@ def fitter(
     model : {"fundamental", "homography", "affine", "similarity"}, \
 default="fundamental"
         What relates query and candidate positions, see
-        :func:`vlad.search._spatial.count_inliers`.
+        :func:`vlad.verification._spatial.count_inliers`.
     reprojection_threshold : float, optional
         Largest distance, in pixels, of an inlier from where the model puts
         it; the model's :data:`DEFAULT_THRESHOLDS` entry by default.

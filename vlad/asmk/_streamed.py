@@ -6,8 +6,8 @@ The folder is written whole or not at all (in a hidden folder renamed into
 place, ``.NAME.building``, which an interrupted build leaves for the next
 to resume: each segment written there is recorded in its
 ``building.json``), and holds the same lists, in the same order, as
-:func:`vlad.search.build_asmk_index` followed by
-:meth:`~vlad.search.ASMKIndex.save` would write: one segment. With idf the
+:func:`vlad.asmk.build_asmk_index` followed by
+:meth:`~vlad.asmk.ASMKIndex.save` would write: one segment. With idf the
 images' self-similarities are computed once, at the end.
 """
 
@@ -21,13 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vlad.core._codebook import Codebook
-from vlad.core._writing import atomic_write
-from vlad.errors import VladError
-from vlad.formats._folders import move_into_place
-from vlad.search._asmk import ASMKIndex, build_asmk_index
-from vlad.search._asmk_parts import descriptor_parts, parts_names, parts_record
-from vlad.search._asmk_segment_files import (
+from vlad.asmk._index import ASMKIndex, build_asmk_index
+from vlad.asmk._parts import descriptor_parts, parts_names, parts_record
+from vlad.asmk._segment_files import (
     read_record,
     read_segment,
     read_segment_arrays,
@@ -37,8 +33,12 @@ from vlad.search._asmk_segment_files import (
     write_index_files,
     write_segment_files,
 )
-from vlad.search._asmk_segments import ASMKSegment, merge_segments
-from vlad.search._asmk_updates import write_merged_segment, writer_lock
+from vlad.asmk._segments import ASMKSegment, merge_segments
+from vlad.asmk._updates import write_merged_segment, writer_lock
+from vlad.core._codebook import Codebook
+from vlad.core._writing import atomic_write
+from vlad.errors import VladError
+from vlad.formats._folders import move_into_place
 from vlad.search._index_folders import read_folder_json
 
 __all__ = ["SEGMENT_ENTRIES", "building_folder", "write_asmk_index"]
@@ -62,7 +62,7 @@ def write_asmk_index(
     segment_entries: int = SEGMENT_ENTRIES,
     **settings,
 ) -> ASMKIndex:
-    """:func:`vlad.search.build_asmk_index` into the folder ``path``, in
+    """:func:`vlad.asmk.build_asmk_index` into the folder ``path``, in
     memory bounded by ``segment_entries`` entries and a part of the
     descriptors (a shard of a folder of shards), not by the collection.
 
@@ -91,7 +91,7 @@ def write_asmk_index(
         Entries held before they are written as a segment.
     **settings
         ``binary``, ``alpha``, ``threshold``, ``idf``, ``quantizer``,
-        ``quantizer_parameters``, as :func:`vlad.search.build_asmk_index`.
+        ``quantizer_parameters``, as :func:`vlad.asmk.build_asmk_index`.
 
     Returns
     -------
@@ -103,7 +103,7 @@ def write_asmk_index(
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     ValueError
-        As :func:`vlad.search.build_asmk_index`; with ``resume``, a build
+        As :func:`vlad.asmk.build_asmk_index`; with ``resume``, a build
         begun with another codebook, other settings or other images; another
         process building the same index.
     """

@@ -32,8 +32,8 @@ from pathlib import PurePath
 
 from vlad.errors import VladError
 from vlad.formats._hloc import HLOC_EXTRACTOR
-from vlad.search._matching import LOWE_RATIO
-from vlad.search._spatial import MAX_KEYPOINTS, MIN_INLIERS
+from vlad.verification._matching import LOWE_RATIO
+from vlad.verification._spatial import MAX_KEYPOINTS, MIN_INLIERS
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -77,8 +77,8 @@ class VerificationSettings:
 
 
 #: Verification settings by kind of descriptors. ``sift``: vlad's defaults,
-#: measured on RootSIFT (see :data:`vlad.search._spatial.MIN_INLIERS` and
-#: :data:`~vlad.search._spatial.MAX_KEYPOINTS`). ``aliked``: measured on the
+#: measured on RootSIFT (see :data:`vlad.verification._spatial.MIN_INLIERS` and
+#: :data:`~vlad.verification._spatial.MAX_KEYPOINTS`). ``aliked``: measured on the
 #: real-view benchmark (ALIKED-N16 of ``vlad extract``, at most 4,096
 #: keypoints an image, ASMK of 16,384 words; docs/hloc.md). At SIFT's ratio
 #: 0.8 verification moved no relevant image above an unrelated one. At 0.9
@@ -175,7 +175,7 @@ def verification_preset(
 
     Examples
     --------
-    >>> from vlad.search import verification_preset
+    >>> from vlad.verification import verification_preset
     >>> chosen = verification_preset({"extractor": "aliked", "model": "aliked-n16"})
     >>> chosen.name, chosen.settings.ratio, chosen.settings.depth
     ('aliked', 0.9, 50)

@@ -1,11 +1,11 @@
 """Spatial verification: re-rank candidates by geometrically consistent matches.
 
 A query's descriptors are matched to a candidate's (mutual nearest neighbours
-from one matrix product, or Lowe's ratio test: :mod:`vlad.search._matching`), a
+from one matrix product, or Lowe's ratio test: :mod:`vlad.verification._matching`), a
 geometric model is fitted to the matched keypoint positions by RANSAC (a
 fundamental matrix for 3-D scenes seen from elsewhere, a homography for
 planes, an affine transform or a similarity for copies:
-:mod:`vlad.search._geometry`), and the candidate scores the number of matches
+:mod:`vlad.verification._geometry`), and the candidate scores the number of matches
 the model explains (its inliers). Candidates with at least ``min_inliers`` move to
 the front, most inliers first (Philbin et al. 2007).
 
@@ -37,7 +37,7 @@ from vlad.core._descriptors import DescriptorSets
 from vlad.core._pool import map_in_order
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
 from vlad.errors import VladError
-from vlad.search._geometry import (
+from vlad.verification._geometry import (
     DEFAULT_THRESHOLDS,
     EPIPOLAR_THRESHOLD,
     GEOMETRIC_MODELS,
@@ -46,7 +46,12 @@ from vlad.search._geometry import (
     REPROJECTION_THRESHOLD,
     fitter,
 )
-from vlad.search._matching import LOWE_RATIO, MATCHINGS, match_descriptors, matcher
+from vlad.verification._matching import (
+    LOWE_RATIO,
+    MATCHINGS,
+    match_descriptors,
+    matcher,
+)
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -158,7 +163,7 @@ default="fundamental"
     --------
     >>> import cv2
     >>> import vlad.images._files, vlad.images._sift
-    >>> from vlad.search._spatial import count_inliers
+    >>> from vlad.verification._spatial import count_inliers
     >>> image = vlad.images.read_image("data/chelsea.jpg")
     >>> rotated = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
     >>> options = vlad.images.SiftOptions(max_keypoints=300)
@@ -243,7 +248,7 @@ default="fundamental"
     --------
     >>> import cv2
     >>> import vlad.images._files, vlad.images._sift
-    >>> from vlad.search._spatial import count_inliers, inlier_matches
+    >>> from vlad.verification._spatial import count_inliers, inlier_matches
     >>> image = vlad.images.read_image("data/chelsea.jpg")
     >>> rotated = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
     >>> options = vlad.images.SiftOptions(max_keypoints=300)
@@ -358,7 +363,7 @@ def spatial_rerank(
     Examples
     --------
     >>> import vlad
-    >>> from vlad.search import spatial_rerank
+    >>> from vlad.verification import spatial_rerank
     >>> options = {"max_side": 256, "max_keypoints": 300}
     >>> database, _ = vlad.extract_images("data", options, n_jobs=1)
     >>> database.names[3]

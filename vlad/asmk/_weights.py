@@ -16,12 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vlad.search._asmk_segments import (
+from vlad.asmk._inverted_lists import list_blocks
+from vlad.asmk._segments import (
     MERGE_ENTRIES,
     ASMKSegment,
     total_word_counts,
 )
-from vlad.search._inverted_lists import list_blocks
 
 __all__ = ["IndexWeights", "index_weights", "idf_self_similarities", "word_weights"]
 

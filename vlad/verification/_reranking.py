@@ -11,15 +11,15 @@ import numpy as np
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._validation import check_positive_int
 from vlad.errors import VladError
-from vlad.search._geometry import fitter
-from vlad.search._matching import matcher
 from vlad.search._results import SearchResults
-from vlad.search._spatial import DEFAULT_THRESHOLDS, spatial_rerank
-from vlad.search._verification_presets import (
+from vlad.verification._geometry import fitter
+from vlad.verification._matching import matcher
+from vlad.verification._presets import (
     DEFAULT_DEPTH,
     VerificationSettings,
     verification_preset,
 )
+from vlad.verification._spatial import DEFAULT_THRESHOLDS, spatial_rerank
 
 __all__ = ["DEFAULT_DEPTH", "rerank_spatially"]
 
@@ -49,8 +49,8 @@ def rerank_spatially(
 
     ``depth``, ``ratio``, ``min_inliers`` and ``max_keypoints`` suit one kind
     of descriptors and not another: each left None is taken from the
-    preset of :data:`vlad.search.VERIFICATION_PRESETS` that suits the
-    descriptors, read from their record (:func:`vlad.search.verification_preset`):
+    preset of :data:`vlad.verification.VERIFICATION_PRESETS` that suits the
+    descriptors, read from their record (:func:`vlad.verification.verification_preset`):
     SIFT's (vlad's defaults) or ALIKED's, say. Values given are kept.
 
     Parameters
@@ -64,7 +64,7 @@ def rerank_spatially(
     depth : int, optional
         Images of each query's ranking verified (SIFT's preset: 20).
     matching, model, reprojection_threshold, n_jobs
-        As in :func:`vlad.search.spatial_rerank`.
+        As in :func:`vlad.verification.spatial_rerank`.
     ratio : float, optional
         Lowe's ratio (SIFT's preset: 0.8).
     min_inliers : int, optional
@@ -73,7 +73,7 @@ def rerank_spatially(
         Each image's largest (strongest) keypoints matched, or 0 for all
         (SIFT's preset: 1,024).
     preset : str, optional
-        A key of :data:`vlad.search.VERIFICATION_PRESETS` to use whatever the
+        A key of :data:`vlad.verification.VERIFICATION_PRESETS` to use whatever the
         descriptors' record says.
 
     Returns

@@ -22,12 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vlad.core._writing import atomic_write
-from vlad.errors import VladError
-from vlad.formats._folders import remove_stale_folders, replace_folder
-from vlad.search._asmk import ASMKIndex
-from vlad.search._asmk_parts import new_segment
-from vlad.search._asmk_segment_files import (
+from vlad.asmk._index import ASMKIndex
+from vlad.asmk._parts import new_segment
+from vlad.asmk._segment_files import (
     SEGMENT_NAME,
     SEGMENTED_VERSION,
     SELF_SIMILARITIES,
@@ -40,7 +37,10 @@ from vlad.search._asmk_segment_files import (
     similarities_name,
     write_segment_files,
 )
-from vlad.search._asmk_segments import ASMKSegment, merge_segments
+from vlad.asmk._segments import ASMKSegment, merge_segments
+from vlad.core._writing import atomic_write
+from vlad.errors import VladError
+from vlad.formats._folders import remove_stale_folders, replace_folder
 
 __all__ = [
     "append_asmk_index",
@@ -73,7 +73,7 @@ def append_asmk_index(
     Parameters
     ----------
     path : path-like
-        An index folder written by :meth:`vlad.search.ASMKIndex.save`
+        An index folder written by :meth:`vlad.asmk.ASMKIndex.save`
         (format version 1 folders are refused: save them again).
     descriptor_sets : DescriptorSets, ShardedDescriptorSets or list of arrays
         The new images' descriptors, of the index's kind.
@@ -96,7 +96,7 @@ def append_asmk_index(
     >>> import os, tempfile
     >>> import numpy as np
     >>> import vlad
-    >>> from vlad.search import append_asmk_index, build_asmk_index
+    >>> from vlad.asmk import append_asmk_index, build_asmk_index
     >>> rng = np.random.default_rng(0)
     >>> codebook = vlad.Codebook(rng.standard_normal((32, 8)))
     >>> folder = os.path.join(tempfile.mkdtemp(), "index")
@@ -206,7 +206,7 @@ def write_merged_segment(
 
 
 def _open_for_writing(folder: Path) -> tuple[dict, ASMKIndex]:
-    from vlad.search._asmk_files import load_asmk_index
+    from vlad.asmk._files import load_asmk_index
 
     index = load_asmk_index(folder, mmap=True)
     record = read_record(folder)

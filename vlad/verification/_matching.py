@@ -3,7 +3,7 @@
 Each of a query's descriptors is paired with at most one of a candidate's:
 mutual nearest neighbours from one matrix product (optionally with Lowe's
 ratio test on top), or Lowe's ratio test alone by OpenCV's brute-force
-matcher, as vlad 0.4 did. :mod:`vlad.search._spatial` fits a geometric model to
+matcher, as vlad 0.4 did. :mod:`vlad.verification._spatial` fits a geometric model to
 these matches.
 
 References
@@ -77,7 +77,7 @@ def match_descriptors(
     Examples
     --------
     >>> import numpy as np
-    >>> from vlad.search._matching import match_descriptors
+    >>> from vlad.verification._matching import match_descriptors
     >>> candidate = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
     >>> query = np.array([[9.0, 0.0], [5.0, 5.0], [0.0, 9.5], [0.5, 9.0]])
     >>> match_descriptors(query, candidate).tolist()
