@@ -68,6 +68,7 @@ __all__ = [
     "SEGMENT_NAME",
     "SELF_SIMILARITIES",
     "damaged",
+    "kernel_settings",
     "member",
     "read_record",
     "read_segment_arrays",
@@ -145,16 +146,17 @@ def read_segment_arrays(
     arrays are not checked)."""
     arrays = {
         name: np.load(place / f"{name}.npy", mmap_mode="r" if mmap else None)
-        for name in ("word_offsets", "entry_images", "codes", "image_entries")
+        for name in _ARRAY_NAMES
     }
-    return ASMKSegment(
-        first_image,
-        n_images,
-        arrays["word_offsets"],
-        arrays["entry_images"],
-        arrays["codes"],
-        arrays["image_entries"],
-    )
+    return _segment_of(first_image, n_images, arrays)
+
+
+#: A segment's arrays, in ASMKSegment's order.
+_ARRAY_NAMES = ("word_offsets", "entry_images", "codes", "image_entries")
+
+
+def _segment_of(first_image: int, n_images: int, arrays: dict) -> ASMKSegment:
+    return ASMKSegment(first_image, n_images, *(arrays[name] for name in _ARRAY_NAMES))
 
 
 def read_segmented_index(
@@ -295,14 +297,23 @@ def _checked_settings(folder: Path, record: dict) -> dict:
     }
 
 
-def settings_of(index: ASMKIndex) -> dict:
+def kernel_settings(index: ASMKIndex) -> dict:
+    """The settings that make an index's entries what they are (idf aside)."""
     return {
         "binary": index.binary,
         "alpha": index.alpha,
         "threshold": index.threshold,
-        "idf": index.idf,
         "quantizer": index.quantizer,
         "quantizer_parameters": index.quantizer_parameters,
+    }
+
+
+def settings_of(index: ASMKIndex) -> dict:
+    """The keywords of ``ASMKIndex._from_segments`` that carry ``index``'s
+    settings to an index of other segments."""
+    return {
+        **kernel_settings(index),
+        "idf": index.idf,
         "word_quantizer": index._quantizer(),
     }
 
@@ -400,15 +411,7 @@ def read_segment(
             f"{name}/names.json names {len(names)} images; the segment holds "
             f"{n_images}",
         )
-    segment = ASMKSegment(
-        first_image,
-        n_images,
-        arrays["word_offsets"],
-        arrays["entry_images"],
-        arrays["codes"],
-        arrays["image_entries"],
-    )
-    return segment, names
+    return _segment_of(first_image, n_images, arrays), names
 
 
 def _check_segment_record(

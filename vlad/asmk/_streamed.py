@@ -24,6 +24,7 @@ import numpy as np
 from vlad.asmk._index import ASMKIndex, build_asmk_index
 from vlad.asmk._parts import descriptor_parts, parts_names, parts_record
 from vlad.asmk._segment_files import (
+    kernel_settings,
     read_record,
     read_segment,
     read_segment_arrays,
@@ -187,7 +188,7 @@ def _record_progress(folder: Path, index: ASMKIndex, written: list, idf: bool):
     record = {
         "format": _BUILD_FORMAT,
         "codebook": index.codebook.fingerprint,
-        "settings": {**_settings(index), "idf": idf},
+        "settings": {**kernel_settings(index), "idf": idf},
         "n_images": index.n_images,
         "segments": [
             segment_entry(segment_name(number), segment, checksums)
@@ -196,16 +197,6 @@ def _record_progress(folder: Path, index: ASMKIndex, written: list, idf: bool):
     }
     with atomic_write(folder / _PROGRESS) as handle:
         handle.write(json.dumps(record, indent=2).encode())
-
-
-def _settings(index: ASMKIndex) -> dict:
-    return {
-        "binary": index.binary,
-        "alpha": index.alpha,
-        "threshold": index.threshold,
-        "quantizer": index.quantizer,
-        "quantizer_parameters": index.quantizer_parameters,
-    }
 
 
 def _resumed(
@@ -220,7 +211,7 @@ def _resumed(
     # The settings as build_asmk_index checks and records them.
     nothing = np.empty((0, codebook.n_features), np.float32)
     wanted = build_asmk_index([nothing], codebook, **settings)
-    expected = {"binary": True, **_settings(wanted), "idf": idf}
+    expected = {"binary": True, **kernel_settings(wanted), "idf": idf}
     if record.get("codebook") != codebook.fingerprint:
         raise VladError(
             f"{folder} is a build of the index with another codebook "
@@ -245,7 +236,7 @@ def _resumed(
         codebook,
         names,
         segments,
-        **{**_settings(wanted), "idf": False},
+        **{**kernel_settings(wanted), "idf": False},
         source={**wanted.source, "descriptor": parts_record(descriptor_sets)},
     )
     checksums = [entry["checksums"] for entry in record["segments"]]

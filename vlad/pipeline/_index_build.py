@@ -123,6 +123,15 @@ def write_index(
     >>> index.n_images, index.dimension, sorted(p.name for p in root.iterdir())
     (3, 4, ['index', 'vectors.names.txt', 'vectors.npy'])
     """
+    # ASMK's settings given other than their defaults.
+    kernel_given = {
+        "binary": binary is not True,
+        "alpha": alpha != 3.0,
+        "threshold": threshold != 0.0,
+        "idf": idf,
+        "quantizer": quantizer != "Flat",
+        "quantizer_parameters": quantizer_parameters is not None,
+    }
     _check_settings(
         method,
         codebook,
@@ -134,12 +143,7 @@ def write_index(
             "augment": augment != 0,
         },
         asmk_settings={
-            "binary": binary is not True,
-            "alpha": alpha != 3.0,
-            "threshold": threshold != 0.0,
-            "idf": idf,
-            "quantizer": quantizer != "Flat",
-            "quantizer_parameters": quantizer_parameters is not None,
+            **kernel_given,
             "append": append,
             "merge": merge,
             "resume": resume,
@@ -149,15 +153,7 @@ def write_index(
     if append:
         if resume:
             raise VladError("resume applies to a new index, not to append")
-        chosen = {
-            "codebook": codebook is not None,
-            "binary": binary is not True,
-            "alpha": alpha != 3.0,
-            "threshold": threshold != 0.0,
-            "idf": idf,
-            "quantizer": quantizer != "Flat",
-            "quantizer_parameters": quantizer_parameters is not None,
-        }
+        chosen = {"codebook": codebook is not None, **kernel_given}
         given = [name for name, is_given in chosen.items() if is_given]
         if given:
             raise VladError(
