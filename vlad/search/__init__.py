@@ -9,7 +9,11 @@ returns :class:`SearchResults`. :func:`search_exact` is the exact search alone.
 :func:`build_asmk_index` indexes local descriptors in an inverted file searched
 by the aggregated selective match kernel (ASMK, ASMK*) instead;
 :func:`append_asmk_index` adds images to a saved one as a new segment and
-:func:`merge_asmk_index` merges its segments. An index
+:func:`merge_asmk_index` merges its segments. :func:`search_verified` is
+the best search of local descriptors: ASMK, spatial verification
+(:func:`rerank_spatially`, its settings checked early by
+:func:`check_verification`) and query expansion by the verified images
+(:func:`expand_verified`). An index
 folder whose files are not those it was written with is refused when read, by
 :class:`DamagedIndexError`.
 """
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from vlad.search._exact import search_exact
     from vlad.search._expansion import QueryExpansion, augment_database, expand_queries
     from vlad.search._index import VectorIndex, build_index, load_index
-    from vlad.search._reranking import rerank_spatially
+    from vlad.search._reranking import check_verification, rerank_spatially
     from vlad.search._results import QueryResult, SearchResults, read_rankings
     from vlad.search._spatial import inlier_matches, spatial_rerank
     from vlad.search._streamed_index import index_shards
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
         verification_preset,
     )
     from vlad.search._verified_expansion import expand_verified
+    from vlad.search._verified_search import VERIFICATION_KEYS, search_verified
     from vlad.search._whitening import PCAWhitening, fit_whitening
 
 __getattr__, __dir__ = attach(
@@ -47,6 +52,7 @@ __getattr__, __dir__ = attach(
         "ASMKIndex": "vlad.search._asmk",
         "ASMKSegment": "vlad.search._asmk_segments",
         "DamagedIndexError": "vlad.errors",
+        "VERIFICATION_KEYS": "vlad.search._verified_search",
         "VERIFICATION_PRESETS": "vlad.search._verification_presets",
         "VerificationPreset": "vlad.search._verification_presets",
         "VerificationSettings": "vlad.search._verification_presets",
@@ -59,6 +65,7 @@ __getattr__, __dir__ = attach(
         "augment_database": "vlad.search._expansion",
         "build_asmk_index": "vlad.search._asmk",
         "build_index": "vlad.search._index",
+        "check_verification": "vlad.search._reranking",
         "expand_queries": "vlad.search._expansion",
         "expand_verified": "vlad.search._verified_expansion",
         "fit_whitening": "vlad.search._whitening",
@@ -71,6 +78,7 @@ __getattr__, __dir__ = attach(
         "read_rankings": "vlad.search._results",
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
+        "search_verified": "vlad.search._verified_search",
         "spatial_rerank": "vlad.search._spatial",
         "verification_preset": "vlad.search._verification_presets",
         "write_asmk_index": "vlad.search._asmk_streamed",
@@ -80,6 +88,7 @@ __all__ = [
     "ASMKIndex",
     "ASMKSegment",
     "DamagedIndexError",
+    "VERIFICATION_KEYS",
     "VERIFICATION_PRESETS",
     "PCAWhitening",
     "QueryExpansion",
@@ -92,6 +101,7 @@ __all__ = [
     "augment_database",
     "build_asmk_index",
     "build_index",
+    "check_verification",
     "expand_queries",
     "expand_verified",
     "fit_whitening",
@@ -104,6 +114,7 @@ __all__ = [
     "read_rankings",
     "rerank_spatially",
     "search_exact",
+    "search_verified",
     "spatial_rerank",
     "verification_preset",
     "write_asmk_index",
