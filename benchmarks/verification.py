@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from vlad.core._descriptors import DescriptorSets
-from vlad.search._spatial import spatial_rerank
+from vlad.core import DescriptorSets
+from vlad.search import spatial_rerank
 
 __all__ = [
     "VARIANTS",

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.files import atomic_write
 from benchmarks.performance_page import machine_section
-from vlad.core._files import atomic_write
 
 __all__ = [
     "DEFAULT_PAGE",

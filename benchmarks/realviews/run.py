@@ -63,9 +63,9 @@ from typing import Any
 import numpy as np
 
 import vlad
+from benchmarks.files import atomic_write
 from benchmarks.report import machine_info
-from vlad.core._codebook import DEFAULT_N_CLUSTERS
-from vlad.core._files import atomic_write
+from vlad.core import DEFAULT_N_CLUSTERS
 from vlad.core._validation import check_positive_int
 from vlad.evaluation import Evaluation, evaluate, load_ground_truth
 from vlad.formats._descriptor_files import read_descriptor_file

@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.files import atomic_write
 from benchmarks.report import machine_info
 from benchmarks.retrieval.run import K, dataset_counts
-from vlad.core._codebook import DEFAULT_N_CLUSTERS
-from vlad.core._files import atomic_write
+from vlad.core import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.search import build_index
 

@@ -32,12 +32,11 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.files import atomic_write
 from benchmarks.report import machine_info
-from vlad.core._codebook import DEFAULT_N_CLUSTERS
-from vlad.core._files import atomic_write
+from vlad.core import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.search import QueryExpansion, build_asmk_index, build_index
-from vlad.search._reranking import rerank_spatially
+from vlad.search import QueryExpansion, build_asmk_index, build_index, rerank_spatially
 
 __all__ = [
     "Prepared",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from vlad.images._decoder_messages import capture_decoder_messages
     from vlad.images._detectors import unpack_bits
     from vlad.images._files import (
+        IMAGE_EXTENSIONS,
         ImageReadError,
         find_images,
         read_image,
@@ -49,6 +50,7 @@ __getattr__, __dir__ = attach(
     __name__,
     {
         "DESCRIPTOR_PARAMETERS": "vlad.images._sift",
+        "IMAGE_EXTENSIONS": "vlad.images._files",
         "ImageReadError": "vlad.images._files",
         "LearnedOptions": "vlad.images._learned",
         "SiftOptions": "vlad.images._sift",
@@ -63,6 +65,7 @@ __getattr__, __dir__ = attach(
 )
 __all__ = [
     "DESCRIPTOR_PARAMETERS",
+    "IMAGE_EXTENSIONS",
     "ImageReadError",
     "LearnedOptions",
     "SiftOptions",
