@@ -39,14 +39,12 @@ from benchmarks.realviews.run import (
     search_asmk,
     search_asmk_expanded,
     search_index,
-    step_average_precision,
-    step_map,
     verification_settings,
     vocabulary_name,
 )
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
-from vlad.evaluation import evaluate
+from vlad.evaluation import evaluate, step_average_precision_of_ranks
 from vlad.search import VERIFICATION_PRESETS, rerank_spatially, spatial_rerank
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
@@ -377,7 +375,7 @@ def test_the_query_itself_does_not_count_wherever_it_is():
     assert [scores[q]["recall@1"] for q in "abcde"] == [0, 0, 0, 1, 0]
     assert [scores[q]["recall@5"] for q in "abcde"] == [1, 1, 1, 1, 0]
     steps = {
-        q.query: step_average_precision(q.ranks, q.n_relevant)
+        q.query: step_average_precision_of_ranks(list(q.ranks), q.n_relevant)
         for q in evaluation.queries
     }
     assert steps["a"] == pytest.approx((1 / 2 + 2 / 3) / 2)
@@ -406,9 +404,9 @@ def test_leave_one_out_scores_equal_a_plain_loop_without_the_query(order, query)
     no_query = evaluate({query: without}, {query: truth[query]})
     assert with_query.queries[0].scores == no_query.queries[0].scores
     evaluated = with_query.queries[0]
-    assert step_average_precision(evaluated.ranks, evaluated.n_relevant) == (
-        pytest.approx(brute_force_step_ap(order, relevant, query))
-    )
+    assert step_average_precision_of_ranks(
+        list(evaluated.ranks), evaluated.n_relevant
+    ) == (pytest.approx(brute_force_step_ap(order, relevant, query)))
     first = next(i for i, name in enumerate(without) if name in relevant)
     assert evaluated.scores["recall@1"] == float(first < 1)
     assert evaluated.scores["recall@5"] == float(first < 5)
@@ -450,13 +448,13 @@ def test_per_tier_and_per_family_means_by_hand():
             assert by_tag[tag]["mAP"] == pytest.approx(
                 sum(trapezoid[q] for q in queries) / len(queries)
             )
-            assert step_map(evaluation)["by_tag"][tag] == pytest.approx(
+            assert evaluation.step_map["by_tag"][tag] == pytest.approx(
                 sum(steps[q] for q in queries) / len(queries)
             )
     assert by_tag["standard"]["recall@1"] == pytest.approx(1 / 3)
     assert by_tag["extreme"]["recall@1"] == pytest.approx(1 / 2)
     assert evaluation.mean["mAP"] == pytest.approx(sum(trapezoid.values()) / 5)
-    assert step_map(evaluation)["mean"] == pytest.approx(sum(steps.values()) / 5)
+    assert evaluation.step_map["mean"] == pytest.approx(sum(steps.values()) / 5)
 
 
 # The runner: named variants on made-up descriptors.
@@ -872,8 +870,11 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
     ("option", "message"),
     [
         (["--ratio", "1.5"], r"ratio must be a number in \(0, 1\]; got 1.5"),
-        (["--min-inliers", "0"], "--min-inliers must be"),
-        (["--verify-keypoints", "5"], "max_keypoints must be None or an integer >= 8"),
+        (["--min-inliers", "0"], "min_inliers must be an integer >= 1; got 0"),
+        (
+            ["--verify-keypoints", "5"],
+            r"max_keypoints must be 0 \(every keypoint\) or an integer >= 8; got 5",
+        ),
     ],
 )
 def test_verification_settings_the_library_refuses_stop_the_run_first(
