@@ -10,6 +10,7 @@ import hashlib
 import inspect
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vlad
+from benchmarks.commands import portable_commands
 from benchmarks.realviews.build import (
     build_dataset,
     find_git_dir,
@@ -531,6 +533,60 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
         "planar (3) R@1",
     ):
         assert text in page
+
+
+def test_the_page_shows_no_folder_of_the_machine_that_ran(prepared, tmp_path):
+    rows = [run_variant(prepared, "k64")]
+    work = tmp_path / "scratch space"
+    record = {
+        "commands": [
+            shlex.join(
+                [
+                    *("python", "-m", "benchmarks.realviews.run", str(work / "rv")),
+                    *("--descriptors", str(work / "features/desc.npz")),
+                    f"--json={work / 'a.json'}",
+                ]
+            ),
+            shlex.join(
+                ["python", "-m", "benchmarks.realviews.run", str(work / "rv")]
+                + ["--json", "b.json"]
+            ),
+        ],
+        "machine": machine_info(),
+        "dataset": None,
+        "descriptors": {},
+        "preparation_seconds": {"descriptors": 0.1},
+        "variants": rows,
+    }
+    page = render_page(record, [str(work / "a.json"), "b.json"])
+    assert str(tmp_path) not in page and "/tmp" not in page
+    assert (
+        "python -m benchmarks.realviews.run DATA/rv --descriptors "
+        "DATA/features/desc.npz --json=DATA/a.json\n"
+        "python -m benchmarks.realviews.run DATA/rv --json b.json\n"
+        "python -m benchmarks.realviews.page DATA/a.json b.json\n"
+    ) in page
+    assert "(`DATA/` stands for the folder that held the runs' files)" in page
+
+
+@pytest.mark.parametrize(
+    ("commands", "expected"),
+    [
+        # Nothing absolute: unchanged.
+        (["run DATASET --json a.json"], ["run DATASET --json a.json"]),
+        # One path: its folder is the root.
+        (["run /x/y/rv"], ["run DATA/rv"]),
+        # Quoted paths, paths in --option=PATH, one root for all commands.
+        (
+            ["run '/m n/rv' '--json=/m n/o/a.json'", "page /m/n/b.json"],
+            ["run 'DATA/m n/rv' '--json=DATA/m n/o/a.json'", "page DATA/m/n/b.json"],
+        ),
+        # The same path reads the same everywhere; "/" alone is no path.
+        (["a /r/s/t /r/s/t/u", "b /"], ["a DATA/t DATA/t/u", "b /"]),
+    ],
+)
+def test_commands_show_absolute_paths_under_one_placeholder(commands, expected):
+    assert portable_commands(commands) == expected
 
 
 def two_image_folder(path):

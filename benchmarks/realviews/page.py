@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.commands import PLACEHOLDER, portable_commands
 from benchmarks.files import atomic_write
 from benchmarks.performance_page import machine_section
 
@@ -203,10 +204,19 @@ def merge_records(records: list[dict], names: list[str]) -> dict:
 def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str:
     """The Markdown page of a run's JSON record (or of :func:`merge_records`'s).
 
-    ``results`` are the JSON files' names, for the page's command line.
+    ``results`` are the JSON files' names, for the page's command line. The
+    commands show absolute paths under ``DATA/``
+    (:func:`benchmarks.commands.portable_commands`).
     """
     rows = record["variants"]
     commands = record.get("commands") or [record["command"]]
+    # Shown with the folders of the machine that ran them as DATA/.
+    *commands, page_command = portable_commands(
+        [
+            *commands,
+            shlex.join(["python", "-m", "benchmarks.realviews.page", *results]),
+        ]
+    )
     tiers, families = _tags(record)
     loads = [row["load_average"] for row in rows if "load_average" in row]
     load = (
@@ -234,8 +244,14 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         f"Every figure comes from {'one run' if len(commands) == 1 else 'the runs'}"
         " of\n\n```bash\n"
         + "".join(f"{command}\n" for command in commands)
-        + shlex.join(["python", "-m", "benchmarks.realviews.page", *results])
-        + "\n```\n\non the machine below"
+        + page_command
+        + "\n```\n\n"
+        + (
+            f"(`{PLACEHOLDER}/` stands for the folder that held the runs' files) "
+            if any(f"{PLACEHOLDER}/" in command for command in commands)
+            else ""
+        )
+        + "on the machine below"
         + (
             f" (the runs were on {len(record['machines'])} machines or settings; "
             "this is the first's: compare ms/query only within one run).\n"
