@@ -270,7 +270,8 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         "variant says otherwise), and every query ranks the whole database.\n",
         "mAP is revisitop's (the trapezoid rule, see "
         "[Evaluation](evaluation.md)); mAP (steps) is the non-interpolated "
-        "mean of the precision at each relevant image. R@k is the share of "
+        "mean of the precision at each relevant image (`Evaluation.step_map`). "
+        "R@k is the share of "
         "queries with a relevant image among their first k. ms/query is the "
         "search, and the re-ranking where there is one, of one query, on this "
         "machine beside other work; it leaves out extracting and encoding the "

@@ -34,7 +34,10 @@ from them (e.g. ``asmk-spatial-50-ratio0.8-min12`` on ALIKED's); vlad 0.4's
 verification keeps its own. Each variant's rankings (the whole database, best
 first) are scored by :func:`vlad.evaluation.evaluate`: mAP (revisitop's),
 Recall@1, @5 and @10, overall and per tag (tier and family), and the
-step-wise mAP beside it.
+step-wise mAP beside it (:attr:`vlad.evaluation.Evaluation.step_map`). The
+ASMK variants that verify (``asmk-spatial-N``, ``asmk-spatial-N-qe``) are
+:func:`vlad.search.search_verified`, the search ``vlad search --rerank
+spatial [--expand-verified]`` makes of an ASMK index.
 
 A new method plugs in as one more entry::
 
