@@ -1,4 +1,4 @@
-"""vlad.search.search_verified (ASMK, spatial verification, query expansion
+"""vlad.pipeline.search_verified (ASMK, spatial verification, query expansion
 by the verified images) against a plain loop and against the three calls it
 makes, the same from an index folder (vlad.pipeline.search_index), and
 vlad.search.check_verification against rerank_spatially's own refusals."""
@@ -13,15 +13,13 @@ import pytest
 from test_verified_expansion import N_IMAGES, plain_loop
 
 import vlad
-from vlad.pipeline import search_index
+from vlad.pipeline import VERIFICATION_KEYS, search_index, search_verified
 from vlad.search import (
-    VERIFICATION_KEYS,
     build_asmk_index,
     build_index,
     check_verification,
     expand_verified,
     rerank_spatially,
-    search_verified,
 )
 
 
@@ -161,7 +159,7 @@ def test_misuse_is_refused_in_one_line(sets, index):
             search_verified(index, sets, sets, expand=expand)
     vectors = build_index(np.eye(3, dtype=np.float32), ["a", "b", "c"])
     with pytest.raises(
-        TypeError, match="index must be an ASMKIndex .*; got VectorIndex"
+        TypeError, match=r"index must be an ASMKIndex \(.*\); got VectorIndex"
     ):
         search_verified(vectors, sets, sets)
     keywords = inspect.signature(rerank_spatially).parameters

@@ -36,7 +36,7 @@ first) are scored by :func:`vlad.evaluation.evaluate`: mAP (revisitop's),
 Recall@1, @5 and @10, overall and per tag (tier and family), and the
 step-wise mAP beside it (:attr:`vlad.evaluation.Evaluation.step_map`). The
 ASMK variants that verify (``asmk-spatial-N``, ``asmk-spatial-N-qe``) are
-:func:`vlad.search.search_verified`, the search ``vlad search --rerank
+:func:`vlad.pipeline.search_verified`, the search ``vlad search --rerank
 spatial [--expand-verified]`` makes of an ASMK index.
 
 A new method plugs in as one more entry::
@@ -71,7 +71,7 @@ from benchmarks.files import atomic_write
 from benchmarks.report import machine_info
 from vlad.core import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
-from vlad.pipeline import read_descriptor_sets
+from vlad.pipeline import read_descriptor_sets, search_verified
 from vlad.search import (
     ASMKIndex,
     QueryExpansion,
@@ -83,7 +83,6 @@ from vlad.search import (
     check_verification,
     expand_verified,
     rerank_spatially,
-    search_verified,
     spatial_rerank,
     verification_preset,
 )
@@ -478,7 +477,7 @@ def search_asmk(
     """The whole database ranked for every query by the ASMK kernel
     (:attr:`Prepared.asmk_multiple_assignment` words per query descriptor,
     the index's default as ``vlad search`` unless told otherwise), optionally
-    verified spatially (:func:`vlad.search.search_verified` without its second
+    verified spatially (:func:`vlad.pipeline.search_verified` without its second
     search)."""
     queries = asmk_queries(prepared)
     if not depth:
@@ -491,7 +490,7 @@ def search_asmk(
 
 
 def _search_verified(prepared, index, queries, depth, expand):
-    """:func:`vlad.search.search_verified` with the variants' settings."""
+    """:func:`vlad.pipeline.search_verified` with the variants' settings."""
     verification = dict(prepared.verification)
     min_inliers = verification.pop("min_inliers", None)
     return search_verified(
@@ -516,7 +515,7 @@ def search_asmk_expanded(
     reverify: bool = False,
 ) -> dict[str, list[str]]:
     """ASMK, spatial verification of the top ``depth``, then query expansion
-    by the verified images: :func:`vlad.search.search_verified`, as ``vlad
+    by the verified images: :func:`vlad.pipeline.search_verified`, as ``vlad
     search --rerank spatial --expand-verified`` makes it. The query's
     descriptors and those of its first ``expanded`` verified images
     (:attr:`Prepared.min_inliers` or more) search the index again, as one

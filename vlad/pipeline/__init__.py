@@ -22,7 +22,10 @@ into folders of shards, here or on a Dask cluster.
   as one on a Dask cluster;
 - :mod:`vlad.pipeline._codebook_fit`, :mod:`vlad.pipeline._index_build` and
   :mod:`vlad.pipeline._search_run`: whole runs over files, as ``vlad fit``,
-  ``vlad index`` and ``vlad search`` make them.
+  ``vlad index`` and ``vlad search`` make them;
+- :mod:`vlad.pipeline._verified_search`: ASMK, spatial verification and query
+  expansion by the verified images in one call, in memory: the search of
+  ``vlad search --rerank spatial --expand-verified`` on an ASMK index.
 """
 
 from typing import TYPE_CHECKING
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from vlad.pipeline._queries import read_asmk_queries, read_queries
     from vlad.pipeline._search_run import SearchRun, search_index
     from vlad.pipeline._vector_shards import SHARD_IMAGES, encode_images_to_folder
+    from vlad.pipeline._verified_search import VERIFICATION_KEYS, search_verified
     from vlad.pipeline._vocabularies import (
         fit_codebook_to_images,
         fit_vocabularies_to_images,
@@ -63,6 +67,7 @@ __getattr__, __dir__ = attach(
         "EncodedImages": "vlad.pipeline._encoding",
         "SHARD_IMAGES": "vlad.pipeline._vector_shards",
         "SearchRun": "vlad.pipeline._search_run",
+        "VERIFICATION_KEYS": "vlad.pipeline._verified_search",
         "adapt_codebook_to_images": "vlad.pipeline._adaptation",
         "dask_client": "vlad.pipeline._cluster",
         "encode_images": "vlad.pipeline._encoding",
@@ -76,6 +81,7 @@ __getattr__, __dir__ = attach(
         "read_queries": "vlad.pipeline._queries",
         "search_asmk_shards": "vlad.pipeline._asmk_shards",
         "search_index": "vlad.pipeline._search_run",
+        "search_verified": "vlad.pipeline._verified_search",
         "write_adapted_codebook": "vlad.pipeline._codebook_fit",
         "write_codebook": "vlad.pipeline._codebook_fit",
         "write_index": "vlad.pipeline._index_build",
@@ -88,6 +94,7 @@ __all__ = [
     "EncodedImages",
     "SHARD_IMAGES",
     "SearchRun",
+    "VERIFICATION_KEYS",
     "adapt_codebook_to_images",
     "dask_client",
     "encode_images",
@@ -101,6 +108,7 @@ __all__ = [
     "read_queries",
     "search_asmk_shards",
     "search_index",
+    "search_verified",
     "write_adapted_codebook",
     "write_codebook",
     "write_index",

@@ -17,13 +17,13 @@ from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.images._files import MAX_PIXELS
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._queries import encoding_options, read_asmk_queries, read_queries
+from vlad.pipeline._verified_search import search_verified
 from vlad.search._asmk_files import is_asmk_index, load_asmk_index
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import load_index
 from vlad.search._reranking import rerank_spatially
 from vlad.search._results import SearchResults
 from vlad.search._verified_expansion import expand_verified as expand_by_verified
-from vlad.search._verified_search import search_verified
 
 __all__ = ["RERANKINGS", "SearchRun", "search_index"]
 

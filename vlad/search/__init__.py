@@ -9,11 +9,11 @@ returns :class:`SearchResults`. :func:`search_exact` is the exact search alone.
 :func:`build_asmk_index` indexes local descriptors in an inverted file searched
 by the aggregated selective match kernel (ASMK, ASMK*) instead;
 :func:`append_asmk_index` adds images to a saved one as a new segment and
-:func:`merge_asmk_index` merges its segments. :func:`search_verified` is
-the best search of local descriptors: ASMK, spatial verification
-(:func:`rerank_spatially`, its settings checked early by
-:func:`check_verification`) and query expansion by the verified images
-(:func:`expand_verified`). An index
+:func:`merge_asmk_index` merges its segments. :func:`rerank_spatially`
+verifies results spatially (its settings checked early by
+:func:`check_verification`) and :func:`expand_verified` searches again with
+the verified images (:func:`vlad.pipeline.search_verified` makes ASMK, both
+and the second search in one call). An index
 folder whose files are not those it was written with is refused when read, by
 :class:`DamagedIndexError`.
 """
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
         verification_preset,
     )
     from vlad.search._verified_expansion import expand_verified
-    from vlad.search._verified_search import VERIFICATION_KEYS, search_verified
     from vlad.search._whitening import PCAWhitening, fit_whitening
 
 __getattr__, __dir__ = attach(
@@ -52,7 +51,6 @@ __getattr__, __dir__ = attach(
         "ASMKIndex": "vlad.search._asmk",
         "ASMKSegment": "vlad.search._asmk_segments",
         "DamagedIndexError": "vlad.errors",
-        "VERIFICATION_KEYS": "vlad.search._verified_search",
         "VERIFICATION_PRESETS": "vlad.search._verification_presets",
         "VerificationPreset": "vlad.search._verification_presets",
         "VerificationSettings": "vlad.search._verification_presets",
@@ -78,7 +76,6 @@ __getattr__, __dir__ = attach(
         "read_rankings": "vlad.search._results",
         "rerank_spatially": "vlad.search._reranking",
         "search_exact": "vlad.search._exact",
-        "search_verified": "vlad.search._verified_search",
         "spatial_rerank": "vlad.search._spatial",
         "verification_preset": "vlad.search._verification_presets",
         "write_asmk_index": "vlad.search._asmk_streamed",
@@ -88,7 +85,6 @@ __all__ = [
     "ASMKIndex",
     "ASMKSegment",
     "DamagedIndexError",
-    "VERIFICATION_KEYS",
     "VERIFICATION_PRESETS",
     "PCAWhitening",
     "QueryExpansion",
@@ -114,7 +110,6 @@ __all__ = [
     "read_rankings",
     "rerank_spatially",
     "search_exact",
-    "search_verified",
     "spatial_rerank",
     "verification_preset",
     "write_asmk_index",

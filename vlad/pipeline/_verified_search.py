@@ -112,14 +112,15 @@ def search_verified(
 
     See Also
     --------
-    vlad.pipeline.search_index : the same from an index folder and files, as
-        ``vlad search --rerank spatial --expand-verified`` makes it.
+    search_index : the same from an index folder and files, as ``vlad search
+        --rerank spatial --expand-verified`` makes it.
     vlad.evaluation.evaluate : scores its :meth:`~SearchResults.rankings`.
 
     Examples
     --------
     >>> import vlad
-    >>> from vlad.search import build_asmk_index, search_verified
+    >>> from vlad.pipeline import search_verified
+    >>> from vlad.search import build_asmk_index
     >>> sets, _ = vlad.extract_images("data", {"max_side": 256}, n_jobs=1)
     >>> index = build_asmk_index(sets, vlad.fit_codebook(sets, 32, n_jobs=1))
     >>> results = search_verified(index, sets, sets, k=3, n_jobs=1)
@@ -132,8 +133,8 @@ def search_verified(
     """
     if not isinstance(index, ASMKIndex):
         raise TypeError(
-            f"index must be an ASMKIndex (vlad.search.build_asmk_index); got "
-            f"{type(index).__name__}"
+            "index must be an ASMKIndex (vlad.search.build_asmk_index or "
+            f"load_asmk_index); got {type(index).__name__}"
         )
     settings = dict(verification or {})
     unknown = sorted(set(settings) - set(VERIFICATION_KEYS))
