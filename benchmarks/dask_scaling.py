@@ -4,7 +4,7 @@ On copies of the bundled photos at 320x240, the same run into a folder of
 shards is timed in this process (``n_jobs=1`` and ``2``) and on a
 ``LocalCluster`` of one and of two worker processes (one thread each, started
 as ``vlad encode --dask`` starts them, by
-:func:`vlad.pipeline._cluster.dask_client`), whose workers have run a
+:func:`vlad.pipeline.dask_client`), whose workers have run a
 task first (so their imports are not counted); then the
 scheduler's cost per task: ``N`` tasks that do nothing, timed, divided by
 ``N``. Beside each time, the CPU seconds the run took (this process and the

@@ -1,6 +1,6 @@
 """The spatial verification benchmark: milliseconds per verified pair.
 
-Times :func:`vlad.search._spatial.spatial_rerank` on real photos' descriptors
+Times :func:`vlad.search.spatial_rerank` on real photos' descriptors
 (a descriptors file from ``vlad extract``, with keypoints), for each variant
 of :data:`VARIANTS` side by side in one run: vlad 0.4's verification (Lowe's
 ratio test by OpenCV's brute-force matcher, an affine model by RANSAC, every

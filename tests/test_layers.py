@@ -213,8 +213,9 @@ def test_the_backend_aggregators_core_names_exist(name):
 def private_imports(source: str, package: str) -> list[str]:
     """``"line: module"`` of every import in ``source`` (a module of
     ``package``) of a private part of vlad: a module any of whose names after
-    ``vlad`` starts with ``_`` (``vlad.core._files``), or a name starting with
-    ``_`` imported from a vlad module (``from vlad.search import _spatial``)."""
+    ``vlad`` starts with ``_`` (``vlad.core._files``), a name starting with
+    ``_`` imported from a vlad module (``from vlad.search import _spatial``),
+    or a private module reached by attributes (``vlad.images._files.x``)."""
     found = [
         f"{line}: {module}"
         for module, line in vlad_imports(source, package)
@@ -229,6 +230,20 @@ def private_imports(source: str, package: str) -> list[str]:
                     for alias in node.names
                     if alias.name.startswith("_")
                 ]
+        elif isinstance(node, ast.Attribute):
+            # ``vlad.images._files.find_images``: a private module reached
+            # through attributes once ``vlad`` is imported.
+            chain, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                inner = inner.value
+            parts = chain[::-1]
+            first = next(
+                (n for n, part in enumerate(parts) if part.startswith("_")), None
+            )
+            if isinstance(inner, ast.Name) and inner.id == "vlad" and first is not None:
+                if not parts[first].startswith("__"):  # vlad.__version__ is public
+                    found.append(f"{node.lineno}: vlad.{'.'.join(parts[: first + 1])}")
     return sorted(set(found), key=lambda entry: int(entry.split(":")[0]))
 
 
@@ -240,6 +255,8 @@ def test_the_private_import_reader_sees_every_kind_of_import():
         "from vlad.search._spatial import x\nfrom benchmarks import _x\n"
         "def f():\n    from vlad.pipeline._cluster import dask_client\n"
         "from vlad.evaluation import evaluate\n"
+        "n = len(vlad.images._files.find_images('x'))\nv = vlad.__version__\n"
+        "vlad.search.build_index\n"
     )
     assert private_imports(source, "benchmarks") == [
         "2: vlad.core._files",
@@ -248,6 +265,7 @@ def test_the_private_import_reader_sees_every_kind_of_import():
         "5: vlad.core.aggregators._segments",
         "6: vlad.search._spatial",
         "9: vlad.pipeline._cluster",
+        "11: vlad.images._files",
     ]
 
 

@@ -230,7 +230,7 @@ def time_from_images(
         sets, _ = _descriptors(dataset, work, variant.extraction, n_jobs)
         settings = {"n_clusters": DEFAULT_N_CLUSTERS, "seed": 0} | variant.codebook
         codebooks[variant.label] = vlad.fit_codebook(sets["database"], **settings)
-    n_images = len(vlad.images._files.find_images(dataset / "queries"))
+    n_images = len(vlad.find_images(dataset / "queries"))
     seconds = {variant.label: [] for variant in variants}
     for _ in range(repeats):
         for variant in variants:
