@@ -18,10 +18,26 @@ import click
 from benchmarks.measuring import MAX_SECONDS
 from benchmarks.report import run_benchmarks, write_json
 from benchmarks.workloads import SEARCH_SIZES, SIZES
-from vlad.cli._options import overwrite_option
-from vlad.cli._reporting import check_outputs, library_errors
 
 __all__ = ["bench", "main"]
+
+#: The errors that end the command with one line instead of a traceback: bad
+#: input and what the system refuses (a file, memory, a missing extra).
+USER_ERRORS = (ValueError, OSError, ImportError, MemoryError)
+
+
+def check_outputs(paths: list[Path], overwrite: bool) -> None:
+    """Refuse, before any work, outputs that exist (without ``--overwrite``)
+    or whose folder does not exist."""
+    for path in paths:
+        if not path.parent.is_dir():
+            raise click.ClickException(f"the folder of {path} does not exist")
+        if path.is_dir():
+            raise click.ClickException(f"{path} is a folder, not a file name")
+        if path.exists() and not overwrite:
+            raise click.ClickException(
+                f"{path} already exists; pass --overwrite to replace it"
+            )
 
 
 @click.command(
@@ -71,7 +87,9 @@ __all__ = ["bench", "main"]
     default=None,
     help="Also write every result to this JSON file.",
 )
-@overwrite_option
+@click.option(
+    "--overwrite", is_flag=True, help="Replace output files that already exist."
+)
 def bench(
     sizes: tuple[str, ...],
     repeats: int,
@@ -101,7 +119,7 @@ def bench(
         python -m benchmarks --size a --size single
     """
     check_outputs([path for path in (plot, json_path) if path is not None], overwrite)
-    with library_errors():
+    try:
         report = run_benchmarks(
             list(sizes),
             repeats=repeats,
@@ -114,6 +132,9 @@ def bench(
         if json_path is not None:
             write_json(report, json_path)
             click.echo(f"Results written to {json_path}", err=True)
+    except USER_ERRORS as error:
+        message = str(error) or type(error).__name__
+        raise click.ClickException(" ".join(message.split())) from None
 
 
 def main() -> None:

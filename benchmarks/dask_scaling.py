@@ -4,7 +4,7 @@ On copies of the bundled photos at 320x240, the same run into a folder of
 shards is timed in this process (``n_jobs=1`` and ``2``) and on a
 ``LocalCluster`` of one and of two worker processes (one thread each, started
 as ``vlad encode --dask`` starts them, by
-:func:`vlad.pipeline._cluster.dask_client`), whose workers have run a
+:func:`vlad.pipeline.dask_client`), whose workers have run a
 task first (so their imports are not counted); then the
 scheduler's cost per task: ``N`` tasks that do nothing, timed, divided by
 ``N``. Beside each time, the CPU seconds the run took (this process and the
@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib.util
 import resource
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -34,8 +36,7 @@ import cv2
 import numpy as np
 
 import vlad
-from vlad.pipeline._cluster import dask_client, require_distributed
-from vlad.pipeline._vector_shards import encode_images_to_folder
+from vlad.pipeline import dask_client, encode_images_to_folder
 
 __all__ = ["main", "make_photos", "process_cpu_seconds", "task_overhead", "timed"]
 
@@ -89,7 +90,8 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 def task_overhead(client, n_tasks: int) -> float:
     """Seconds per task of ``n_tasks`` tasks that do nothing, submitted at once
     and gathered."""
-    distributed = require_distributed()
+    import distributed
+
     start = time.perf_counter()
     futures = client.map(int, range(n_tasks), pure=False)
     distributed.wait(futures)
@@ -107,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=1000)
     args = parser.parse_args(argv)
-    require_distributed()
+    if importlib.util.find_spec("distributed") is None:
+        sys.exit("dask_scaling needs dask.distributed: pip install -e '.[dask]'")
     work = Path(tempfile.mkdtemp(prefix="vlad-dask-"))
     try:
         photos = make_photos(work / "photos", args.images)

@@ -17,8 +17,7 @@ from benchmarks.measuring import MAX_SECONDS, measure
 from benchmarks.suites import settings_note
 from benchmarks.tables import ENCODE, KERNEL, Table, format_seconds
 from benchmarks.workloads import ESSAY_NORMALIZATION, Problem, reference_residuals
-from vlad.core._encoding import encode
-from vlad.core._normalization import normalize
+from vlad.core import encode, normalize
 
 __all__ = ["SCATTER_KERNELS", "benchmark_latency"]
 

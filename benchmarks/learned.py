@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.options import descriptor_parameter, spec_argument
 
 __all__ = ["benchmark_learned", "main"]
 
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--weights", required=True, help="ALIKED-N16's weights")
     parser.add_argument("--images", type=int, default=20, help="images timed")
-    parser.add_argument("--max-side", type=int, default=1024)
+    spec_argument(parser, descriptor_parameter("max_side"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--jobs", type=int, default=None, help="decoding threads")
     parser.add_argument("--repeat", type=int, default=2, help="timings of each")

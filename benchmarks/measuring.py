@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import os
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 __all__ = [
+    "usable_cpus",
     "MAX_REPEATS",
     "MAX_SECONDS",
     "MIN_REPEATS",
@@ -44,6 +46,13 @@ MIN_REPEATS = 3
 #: five sub-millisecond calls is mostly scheduler noise on a shared machine.
 MIN_SECONDS = 0.25
 MAX_REPEATS = 1000
+
+
+def usable_cpus() -> int:
+    """Cores this process may run on (its CPU affinity, where the system
+    reports it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return max(1, len(affinity(0)) if affinity else os.cpu_count() or 1)
 
 
 def relative_error(result, reference: np.ndarray) -> float:

@@ -34,7 +34,7 @@ import numpy as np
 
 from benchmarks.retrieval.transforms import TIERS, TRANSFORMS, apply_transform
 from vlad.pages import write_search_page
-from vlad.search._results import QueryResult, SearchResults
+from vlad.search import QueryResult, SearchResults
 
 __all__ = ["main", "make_photos", "make_results"]
 

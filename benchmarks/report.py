@@ -18,6 +18,7 @@ import os
 import platform
 from collections.abc import Callable, Sequence
 
+from benchmarks.files import atomic_write
 from benchmarks.latency import benchmark_latency
 from benchmarks.measuring import MAX_SECONDS
 from benchmarks.search import SEARCH_WORKLOADS, benchmark_search, make_search_problem
@@ -37,7 +38,6 @@ from benchmarks.workloads import (
     make_problem,
     parse_sizes,
 )
-from vlad.core._files import atomic_write
 
 __all__ = [
     "Report",

@@ -140,13 +140,13 @@ def large_jpeg_rows(root: Path, size: tuple[int, int] = (8000, 6000)) -> dict:
         rows[f"vlad {arguments}"] = peak_rss(arguments.split())
     for min_side in (0, 1024):
         code = (
-            "from vlad.images._files import read_image_reduced; "
+            "from vlad.images import read_image_reduced; "
             f"read_image_reduced({str(path)!r}, min_side={min_side})"
         )
         rows[f"decode only, min_side={min_side}"] = peak_rss(["-c", code], vlad=False)
     for name, (mib, seconds) in rows.items():
         print(f"{mib:7.0f} MiB {seconds:6.2f} s  {name}", flush=True)
-    from vlad.images._files import read_image_reduced
+    from vlad.images import read_image_reduced
 
     for min_side in (0, 1024):
         times = []

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks.essay import ESSAY_METHODS
-from benchmarks.measuring import MAX_SECONDS, Measurement, measure, measure_or_record
+from benchmarks.measuring import (
+    MAX_SECONDS,
+    Measurement,
+    measure,
+    measure_or_record,
+    usable_cpus,
+)
 from benchmarks.tables import (
     AGGREGATE,
     AGGREGATION_FLOOR,
@@ -45,10 +51,7 @@ from benchmarks.workloads import (
     reference_residuals,
     skip_reason,
 )
-from vlad.core._assignment import assign
-from vlad.core._encoding import encode
-from vlad.core._normalization import normalize
-from vlad.core._parallel import available_cores
+from vlad.core import assign, encode, normalize
 from vlad.core.aggregators import aggregate, available_aggregators, choose_aggregator
 
 __all__ = [
@@ -344,7 +347,7 @@ def benchmark_threads(
     Table
     """
     if thread_counts is None:
-        thread_counts = thread_counts_up_to(available_cores())
+        thread_counts = thread_counts_up_to(usable_cpus())
     descriptors, centers = problem.descriptors, problem.centers
     product = functools.partial(np.matmul, descriptors, centers.T)
 

@@ -32,10 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import vlad
+from benchmarks.files import atomic_write
 from benchmarks.pages import make_photos
 from benchmarks.report import machine_info
-from vlad.core._files import atomic_write
-from vlad.core._parallel import one_opencv_thread
 
 __all__ = ["decode_and_sift", "main", "measure_jobs"]
 
@@ -50,8 +49,15 @@ def decode_and_sift(paths: list[Path], n_jobs: int) -> int:
         _, descriptors = cv2.SIFT_create(nfeatures=2000).detectAndCompute(image, None)
         return 0 if descriptors is None else len(descriptors)
 
-    with one_opencv_thread(), ThreadPoolExecutor(max_workers=n_jobs) as pool:
-        return sum(pool.map(describe, paths))
+    # One OpenCV thread per call: the pool's threads are the parallelism, as
+    # in vlad's own extraction.
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            return sum(pool.map(describe, paths))
+    finally:
+        cv2.setNumThreads(threads)
 
 
 def measure_jobs(

@@ -1,6 +1,6 @@
 """The spatial verification benchmark: milliseconds per verified pair.
 
-Times :func:`vlad.verification._spatial.spatial_rerank` on real photos' descriptors
+Times :func:`vlad.verification.spatial_rerank` on real photos' descriptors
 (a descriptors file from ``vlad extract``, with keypoints), for each variant
 of :data:`VARIANTS` side by side in one run: vlad 0.4's verification (Lowe's
 ratio test by OpenCV's brute-force matcher, an affine model by RANSAC, every
@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from vlad.core._descriptors import DescriptorSets
-from vlad.verification._spatial import spatial_rerank
+from vlad.core import DescriptorSets
+from vlad.verification import spatial_rerank
 
 __all__ = [
     "VARIANTS",

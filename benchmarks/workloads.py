@@ -26,9 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.measuring import limit_threads
-from vlad.core._assignment import assign
-from vlad.core._descriptors import DescriptorSets
-from vlad.core.aggregators._segments import image_of_rows
+from vlad.core import DescriptorSets, assign
 from vlad.datasets import make_descriptor_sets
 
 __all__ = [
@@ -325,7 +323,8 @@ def reference_residuals(
     n_images = offsets.shape[0] - 1
     n_clusters, n_features = centers.shape
     n_segments = n_images * n_clusters
-    segments = image_of_rows(offsets) * n_clusters + labels
+    image_of_rows = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    segments = image_of_rows * n_clusters + labels
     sums = np.empty((n_segments, n_features), dtype=np.float64)
     for feature in range(n_features):
         sums[:, feature] = np.bincount(

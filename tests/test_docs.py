@@ -137,6 +137,22 @@ def test_relative_links_exist(path):
     assert not missing, f"links in {path.name} to missing files or anchors: {missing}"
 
 
+#: Folders of one machine: a page that shows them (a generated page's
+#: commands, a measurement's) means nothing to a reader.
+MACHINE_FOLDERS = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|Users|scratch)/")
+
+
+@pytest.mark.parametrize("path", PAGES, ids=PAGE_IDS)
+def test_pages_show_no_folder_of_a_machine(path):
+    """Commands name their files by placeholders (``DATA/``, ``DATASET``)."""
+    found = [
+        f"{number}: {line.strip()[:80]}"
+        for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1)
+        if MACHINE_FOLDERS.search(line)
+    ]
+    assert not found, f"{path.name} shows a machine's folders:\n" + "\n".join(found)
+
+
 def test_github_slug():
     assert github_slug("Stage by stage: assign, aggregate, normalize") == (
         "stage-by-stage-assign-aggregate-normalize"

@@ -65,6 +65,21 @@ def test_by_tag_averages_the_queries_of_each_tag():
     assert night["mAP"] == pytest.approx(0.25 / 2)
 
 
+def test_step_map_is_the_mean_non_interpolated_ap_overall_and_by_tag():
+    evaluation = evaluate(RANKINGS, TRUTH, ks=[1])
+    # q1: a at 1, b at 3 (x between); q2: junk y removed, c at 2; q3 missing.
+    q1, q2, q3 = (1 / 1 + 2 / 3) / 2, 1 / 2, 0.0
+    assert evaluation.step_map["mean"] == pytest.approx((q1 + q2 + q3) / 3)
+    assert evaluation.step_map["by_tag"] == pytest.approx(
+        {"day": q1, "easy": q1, "night": (q2 + q3) / 2}
+    )
+    assert evaluation.queries[0].step_average_precision == pytest.approx(q1)
+    assert math.isnan(evaluation.queries[3].step_average_precision)  # q4: none
+    nothing = evaluate({"q": ["a"]}, {"q": {"relevant": [], "tags": ["t"]}})
+    assert math.isnan(nothing.step_map["mean"])
+    assert math.isnan(nothing.step_map["by_tag"]["t"])
+
+
 def test_a_tag_whose_queries_have_nothing_to_find_has_no_mean():
     truth = {"q1": {"relevant": ["a"]}, "q2": {"relevant": [], "tags": ["t"]}}
     evaluation = evaluate({"q1": ["a"], "q2": ["a"]}, truth)

@@ -20,6 +20,7 @@ from vlad.evaluation import (
     reciprocal_rank,
     relevant_ranks,
     score_ranks,
+    step_average_precision_of_ranks,
 )
 
 # --- independent references ------------------------------------------------
@@ -120,6 +121,37 @@ def test_the_trapezoid_differs_from_step_wise_average_precision():
     step_wise = sklearn_metrics.average_precision_score([0, 1], [2.0, 1.0])
     assert step_wise == pytest.approx(0.5)
     assert average_precision(["x", "a"], ["a"]) == pytest.approx(0.25)
+
+
+def step_ap_by_loop(ranking: list, relevant: set, junk: set) -> float:
+    """Non-interpolated average precision by a plain walk down the ranking:
+    junk and repeated names skipped, the precision summed at each relevant
+    image, divided by all the relevant images."""
+    seen, place, found, total = set(), 0, 0, 0.0
+    for name in ranking:
+        if name in junk or name in seen:
+            continue
+        seen.add(name)
+        place += 1
+        if name in relevant:
+            found += 1
+            total += found / place
+    return total / len(relevant)
+
+
+@pytest.mark.parametrize(
+    "ranks, n_relevant, expected",
+    [
+        ([0, 2], 2, (1 / 1 + 2 / 3) / 2),
+        ([1], 1, 1 / 2),  # the trapezoid's is 1/4
+        ([0, 1, 2], 3, 1.0),
+        ([], 2, 0.0),
+        ([4], 3, (1 / 5) / 3),
+    ],
+)
+def test_step_average_precision_by_hand(ranks, n_relevant, expected):
+    assert step_average_precision_of_ranks(ranks, n_relevant) == pytest.approx(expected)
+    assert math.isnan(step_average_precision_of_ranks([], 0))
 
 
 def test_a_query_without_relevant_images_scores_nan():
@@ -240,9 +272,32 @@ def test_precision_counts_the_missing_places_of_a_short_ranking_as_wrong():
         (lambda: average_precision_of_ranks([1, 0], 2), ValueError, "ascending"),
         (lambda: average_precision_of_ranks([0, 1], 1), ValueError, "at least"),
         (lambda: score_ranks([0], 1, [0]), ValueError, "k must be"),
+        (lambda: step_average_precision_of_ranks([0, 0], 2), ValueError, "ascending"),
+        (lambda: step_average_precision_of_ranks([0], 0), ValueError, "at least"),
+        (lambda: step_average_precision_of_ranks([0], 1.0), TypeError, "an int"),
     ],
 )
 def test_bad_arguments_are_refused_in_one_line(call, error, match):
     with pytest.raises(error, match=match) as caught:
         call()
     assert "\n" not in str(caught.value)
+
+
+@given(ranking_cases())
+def test_step_average_precision_matches_a_plain_loop_and_scikit_learn(case):
+    ranking, relevant, junk, _ = case
+    if not relevant:
+        return
+    ranks = relevant_ranks(ranking, relevant, junk)
+    step = step_average_precision_of_ranks(ranks, len(relevant))
+    assert step == pytest.approx(step_ap_by_loop(ranking, set(relevant), set(junk)))
+    # Never below the trapezoid, which lowers each relevant image's share.
+    assert step >= average_precision_of_ranks(ranks, len(relevant)) - 1e-12
+    if len(ranks) == len(set(relevant)):
+        # Every relevant image found: scikit-learn's average precision of the
+        # ranking (junk and repeats removed) scored by its places.
+        metrics = pytest.importorskip("sklearn.metrics")
+        kept = list(dict.fromkeys(name for name in ranking if name not in junk))
+        truth = [name in relevant for name in kept]
+        scores = -np.arange(len(kept), dtype=np.float64)
+        assert step == pytest.approx(metrics.average_precision_score(truth, scores))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from photos import DATA, PHOTOS
 
+from vlad.images import IMAGE_EXTENSIONS
 from vlad.images._files import (
-    IMAGE_EXTENSIONS,
     ImageReadError,
     find_images,
     read_image,
@@ -38,6 +38,13 @@ def test_every_extension_is_found_in_any_case(tmp_path, extension):
     (tmp_path / f"lower{extension}").write_bytes(b"x")
     (tmp_path / f"upper{extension.upper()}").write_bytes(b"x")
     assert len(find_images(tmp_path)) == 2
+
+
+def test_files_of_other_extensions_are_not_images(tmp_path):
+    for extension in (".gif", ".jp2", ".heic", ".svg", ".jpg.txt", ""):
+        (tmp_path / f"file{extension}").write_bytes(b"x")
+    (tmp_path / "image.PNG").write_bytes(b"x")
+    assert [image.name for image in find_images(tmp_path)] == ["image.PNG"]
 
 
 def test_names_of_several_inputs_keep_the_input_path(tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 its own, ``vlad.core`` (the lowest sub-package) from no other sub-package (only
 the leaf modules ``vlad.errors``, ``vlad._version``, ``vlad._lazy`` and
 ``vlad._extras``, which import nothing of vlad), and no two parts import each
-other; imports inside functions count."""
+other; the benchmarks (``benchmarks/``) are clients of vlad's public names
+alone; imports inside functions count."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import vlad
 from vlad.core.aggregators import AGGREGATORS, BACKEND_AGGREGATORS
 
 PACKAGE = pathlib.Path(vlad.__file__).parent
+#: The benchmarks of the checkout, beside the package.
+BENCHMARKS = PACKAGE.parent / "benchmarks"
 
 #: Each part of the package (a sub-package, a top-level module, or ``vlad``
 #: itself, its ``__init__``) and its floor: a part imports only from parts on
@@ -207,3 +210,77 @@ def test_the_backend_aggregators_core_names_exist(name):
         assert part_of(module) == "backends"
         assert callable(getattr(importlib.import_module(module), function)), entry
     assert AGGREGATORS[name].__name__ == backend.function.split(":")[1]
+
+
+def private_imports(source: str, package: str) -> list[str]:
+    """``"line: module"`` of every import in ``source`` (a module of
+    ``package``) of a private part of vlad: a module any of whose names after
+    ``vlad`` starts with ``_`` (``vlad.core._files``), a name starting with
+    ``_`` imported from a vlad module (``from vlad.search import _spatial``),
+    or a private module reached by attributes (``vlad.images._files.x``)."""
+    found = [
+        f"{line}: {module}"
+        for module, line in vlad_imports(source, package)
+        if any(part.startswith("_") for part in module.split(".")[1:])
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            module = node.module or ""
+            if module.split(".")[0] == "vlad" and module != "vlad":
+                found += [
+                    f"{node.lineno}: {module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                ]
+        elif isinstance(node, ast.Attribute):
+            # ``vlad.images._files.find_images``: a private module reached
+            # through attributes once ``vlad`` is imported.
+            chain, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                inner = inner.value
+            parts = chain[::-1]
+            first = next(
+                (n for n, part in enumerate(parts) if part.startswith("_")), None
+            )
+            if isinstance(inner, ast.Name) and inner.id == "vlad" and first is not None:
+                if not parts[first].startswith("__"):  # vlad.__version__ is public
+                    found.append(f"{node.lineno}: vlad.{'.'.join(parts[: first + 1])}")
+    return sorted(set(found), key=lambda entry: int(entry.split(":")[0]))
+
+
+def test_the_private_import_reader_sees_every_kind_of_import():
+    source = (
+        "import vlad\nimport vlad.core._files as files\nfrom vlad import _info\n"
+        "from vlad.search import rerank_spatially, _matching\n"
+        "from vlad.core.aggregators._segments import image_of_rows\n"
+        "from vlad.search._spatial import x\nfrom benchmarks import _x\n"
+        "def f():\n    from vlad.pipeline._cluster import dask_client\n"
+        "from vlad.evaluation import evaluate\n"
+        "n = len(vlad.images._files.find_images('x'))\nv = vlad.__version__\n"
+        "vlad.search.build_index\n"
+    )
+    assert private_imports(source, "benchmarks") == [
+        "2: vlad.core._files",
+        "3: vlad._info",
+        "4: vlad.search._matching",
+        "5: vlad.core.aggregators._segments",
+        "6: vlad.search._spatial",
+        "9: vlad.pipeline._cluster",
+        "11: vlad.images._files",
+    ]
+
+
+def test_the_benchmarks_import_only_public_names_of_vlad():
+    """The benchmarks are clients of the library: what they need of it, users
+    need too, and it is public (documented, tested, kept)."""
+    found = []
+    for path in sorted(BENCHMARKS.rglob("*.py")):
+        parts = path.relative_to(BENCHMARKS.parent).with_suffix("").parts
+        package = ".".join(parts if path.name == "__init__.py" else parts[:-1])
+        found += [
+            f"{path.relative_to(BENCHMARKS.parent)}:{entry}"
+            for entry in private_imports(path.read_text(encoding="utf-8"), package)
+        ]
+    assert len(list(BENCHMARKS.rglob("*.py"))) > 20
+    assert not found, "private vlad imports in benchmarks/:\n" + "\n".join(found)

@@ -10,6 +10,7 @@ import hashlib
 import inspect
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import vlad
+from benchmarks.commands import portable_commands
 from benchmarks.realviews.build import (
     build_dataset,
     find_git_dir,
@@ -39,14 +41,12 @@ from benchmarks.realviews.run import (
     search_asmk,
     search_asmk_expanded,
     search_index,
-    step_average_precision,
-    step_map,
     verification_settings,
     vocabulary_name,
 )
 from benchmarks.realviews.run import main as run_main
 from benchmarks.report import machine_info
-from vlad.evaluation import evaluate
+from vlad.evaluation import evaluate, step_average_precision_of_ranks
 from vlad.verification import VERIFICATION_PRESETS, rerank_spatially, spatial_rerank
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
@@ -377,7 +377,7 @@ def test_the_query_itself_does_not_count_wherever_it_is():
     assert [scores[q]["recall@1"] for q in "abcde"] == [0, 0, 0, 1, 0]
     assert [scores[q]["recall@5"] for q in "abcde"] == [1, 1, 1, 1, 0]
     steps = {
-        q.query: step_average_precision(q.ranks, q.n_relevant)
+        q.query: step_average_precision_of_ranks(list(q.ranks), q.n_relevant)
         for q in evaluation.queries
     }
     assert steps["a"] == pytest.approx((1 / 2 + 2 / 3) / 2)
@@ -406,9 +406,9 @@ def test_leave_one_out_scores_equal_a_plain_loop_without_the_query(order, query)
     no_query = evaluate({query: without}, {query: truth[query]})
     assert with_query.queries[0].scores == no_query.queries[0].scores
     evaluated = with_query.queries[0]
-    assert step_average_precision(evaluated.ranks, evaluated.n_relevant) == (
-        pytest.approx(brute_force_step_ap(order, relevant, query))
-    )
+    assert step_average_precision_of_ranks(
+        list(evaluated.ranks), evaluated.n_relevant
+    ) == (pytest.approx(brute_force_step_ap(order, relevant, query)))
     first = next(i for i, name in enumerate(without) if name in relevant)
     assert evaluated.scores["recall@1"] == float(first < 1)
     assert evaluated.scores["recall@5"] == float(first < 5)
@@ -450,13 +450,13 @@ def test_per_tier_and_per_family_means_by_hand():
             assert by_tag[tag]["mAP"] == pytest.approx(
                 sum(trapezoid[q] for q in queries) / len(queries)
             )
-            assert step_map(evaluation)["by_tag"][tag] == pytest.approx(
+            assert evaluation.step_map["by_tag"][tag] == pytest.approx(
                 sum(steps[q] for q in queries) / len(queries)
             )
     assert by_tag["standard"]["recall@1"] == pytest.approx(1 / 3)
     assert by_tag["extreme"]["recall@1"] == pytest.approx(1 / 2)
     assert evaluation.mean["mAP"] == pytest.approx(sum(trapezoid.values()) / 5)
-    assert step_map(evaluation)["mean"] == pytest.approx(sum(steps.values()) / 5)
+    assert evaluation.step_map["mean"] == pytest.approx(sum(steps.values()) / 5)
 
 
 # The runner: named variants on made-up descriptors.
@@ -533,6 +533,60 @@ def test_the_page_has_every_variant_tier_and_family(prepared):
         "planar (3) R@1",
     ):
         assert text in page
+
+
+def test_the_page_shows_no_folder_of_the_machine_that_ran(prepared, tmp_path):
+    rows = [run_variant(prepared, "k64")]
+    work = tmp_path / "scratch space"
+    record = {
+        "commands": [
+            shlex.join(
+                [
+                    *("python", "-m", "benchmarks.realviews.run", str(work / "rv")),
+                    *("--descriptors", str(work / "features/desc.npz")),
+                    f"--json={work / 'a.json'}",
+                ]
+            ),
+            shlex.join(
+                ["python", "-m", "benchmarks.realviews.run", str(work / "rv")]
+                + ["--json", "b.json"]
+            ),
+        ],
+        "machine": machine_info(),
+        "dataset": None,
+        "descriptors": {},
+        "preparation_seconds": {"descriptors": 0.1},
+        "variants": rows,
+    }
+    page = render_page(record, [str(work / "a.json"), "b.json"])
+    assert str(tmp_path) not in page and "/tmp" not in page
+    assert (
+        "python -m benchmarks.realviews.run DATA/rv --descriptors "
+        "DATA/features/desc.npz --json=DATA/a.json\n"
+        "python -m benchmarks.realviews.run DATA/rv --json b.json\n"
+        "python -m benchmarks.realviews.page DATA/a.json b.json\n"
+    ) in page
+    assert "(`DATA/` stands for the folder that held the runs' files)" in page
+
+
+@pytest.mark.parametrize(
+    ("commands", "expected"),
+    [
+        # Nothing absolute: unchanged.
+        (["run DATASET --json a.json"], ["run DATASET --json a.json"]),
+        # One path: its folder is the root.
+        (["run /x/y/rv"], ["run DATA/rv"]),
+        # Quoted paths, paths in --option=PATH, one root for all commands.
+        (
+            ["run '/m n/rv' '--json=/m n/o/a.json'", "page /m/n/b.json"],
+            ["run 'DATA/m n/rv' '--json=DATA/m n/o/a.json'", "page DATA/m/n/b.json"],
+        ),
+        # The same path reads the same everywhere; "/" alone is no path.
+        (["a /r/s/t /r/s/t/u", "b /"], ["a DATA/t DATA/t/u", "b /"]),
+    ],
+)
+def test_commands_show_absolute_paths_under_one_placeholder(commands, expected):
+    assert portable_commands(commands) == expected
 
 
 def two_image_folder(path):
@@ -872,8 +926,11 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
     ("option", "message"),
     [
         (["--ratio", "1.5"], r"ratio must be a number in \(0, 1\]; got 1.5"),
-        (["--min-inliers", "0"], "--min-inliers must be"),
-        (["--verify-keypoints", "5"], "max_keypoints must be None or an integer >= 8"),
+        (["--min-inliers", "0"], "min_inliers must be an integer >= 1; got 0"),
+        (
+            ["--verify-keypoints", "5"],
+            r"max_keypoints must be 0 \(every keypoint\) or an integer >= 8; got 5",
+        ),
     ],
 )
 def test_verification_settings_the_library_refuses_stop_the_run_first(

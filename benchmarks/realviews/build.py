@@ -28,7 +28,7 @@ of its scene, and the query itself (in the database too: leave-one-out) is
 junk, so finding it neither helps nor costs. Its tags are its scene's family
 and tier. Names in ``ground_truth.json`` are relative to ``OUT/images``. The
 folder is built hidden beside ``OUT`` and takes its place when complete
-(:func:`vlad.formats._folders.replace_folder`).
+(:func:`benchmarks.files.replace_folder`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from vlad.formats._folders import replace_folder
+from benchmarks.files import replace_folder
 
 __all__ = [
     "DEFAULT_DEB_CACHE",

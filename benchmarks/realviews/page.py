@@ -21,8 +21,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.commands import PLACEHOLDER, portable_commands
+from benchmarks.files import atomic_write
 from benchmarks.performance_page import machine_section
-from vlad.core._files import atomic_write
 
 __all__ = [
     "DEFAULT_PAGE",
@@ -203,10 +204,19 @@ def merge_records(records: list[dict], names: list[str]) -> dict:
 def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str:
     """The Markdown page of a run's JSON record (or of :func:`merge_records`'s).
 
-    ``results`` are the JSON files' names, for the page's command line.
+    ``results`` are the JSON files' names, for the page's command line. The
+    commands show absolute paths under ``DATA/``
+    (:func:`benchmarks.commands.portable_commands`).
     """
     rows = record["variants"]
     commands = record.get("commands") or [record["command"]]
+    # Shown with the folders of the machine that ran them as DATA/.
+    *commands, page_command = portable_commands(
+        [
+            *commands,
+            shlex.join(["python", "-m", "benchmarks.realviews.page", *results]),
+        ]
+    )
     tiers, families = _tags(record)
     loads = [row["load_average"] for row in rows if "load_average" in row]
     load = (
@@ -234,8 +244,14 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         f"Every figure comes from {'one run' if len(commands) == 1 else 'the runs'}"
         " of\n\n```bash\n"
         + "".join(f"{command}\n" for command in commands)
-        + shlex.join(["python", "-m", "benchmarks.realviews.page", *results])
-        + "\n```\n\non the machine below"
+        + page_command
+        + "\n```\n\n"
+        + (
+            f"(`{PLACEHOLDER}/` stands for the folder that held the runs' files) "
+            if any(f"{PLACEHOLDER}/" in command for command in commands)
+            else ""
+        )
+        + "on the machine below"
         + (
             f" (the runs were on {len(record['machines'])} machines or settings; "
             "this is the first's: compare ms/query only within one run).\n"
@@ -254,7 +270,8 @@ def render_page(record: dict, results: Sequence[str] = ("RESULTS.json",)) -> str
         "variant says otherwise), and every query ranks the whole database.\n",
         "mAP is revisitop's (the trapezoid rule, see "
         "[Evaluation](evaluation.md)); mAP (steps) is the non-interpolated "
-        "mean of the precision at each relevant image. R@k is the share of "
+        "mean of the precision at each relevant image (`Evaluation.step_map`). "
+        "R@k is the share of "
         "queries with a relevant image among their first k. ms/query is the "
         "search, and the re-ranking where there is one, of one query, on this "
         "machine beside other work; it leaves out extracting and encoding the "

@@ -34,7 +34,10 @@ from them (e.g. ``asmk-spatial-50-ratio0.8-min12`` on ALIKED's); vlad 0.4's
 verification keeps its own. Each variant's rankings (the whole database, best
 first) are scored by :func:`vlad.evaluation.evaluate`: mAP (revisitop's),
 Recall@1, @5 and @10, overall and per tag (tier and family), and the
-step-wise mAP beside it.
+step-wise mAP beside it (:attr:`vlad.evaluation.Evaluation.step_map`). The
+ASMK variants that verify (``asmk-spatial-N``, ``asmk-spatial-N-qe``) are
+:func:`vlad.pipeline.search_verified`, the search ``vlad search --rerank
+spatial [--expand-verified]`` makes of an ASMK index.
 
 A new method plugs in as one more entry::
 
@@ -49,6 +52,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import inspect
 import json
 import math
 import os
@@ -63,24 +67,22 @@ from typing import Any
 import numpy as np
 
 import vlad
+from benchmarks.files import atomic_write
 from benchmarks.report import machine_info
 from vlad.asmk import ASMKIndex, build_asmk_index
-from vlad.core._codebook import DEFAULT_N_CLUSTERS
-from vlad.core._files import atomic_write
-from vlad.core._validation import check_positive_int
-from vlad.evaluation import Evaluation, evaluate, load_ground_truth
-from vlad.formats._descriptor_files import read_descriptor_file
+from vlad.core import DEFAULT_N_CLUSTERS
+from vlad.evaluation import evaluate, load_ground_truth
+from vlad.pipeline import read_descriptor_sets, search_verified
 from vlad.search import QueryExpansion, VectorIndex, build_index
 from vlad.verification import (
     VerificationPreset,
     VerificationSettings,
+    check_verification,
     expand_verified,
     rerank_spatially,
     spatial_rerank,
     verification_preset,
 )
-from vlad.verification._matching import matcher
-from vlad.verification._spatial import _check_max_keypoints as check_max_keypoints
 
 __all__ = [
     "KS",
@@ -90,8 +92,6 @@ __all__ = [
     "main",
     "prepare",
     "run_variant",
-    "step_average_precision",
-    "step_map",
 ]
 
 #: Cut-offs of Recall@k.
@@ -102,7 +102,7 @@ PCA_DIMENSION = 128
 ASMK_WORDS = 4096
 #: Descriptors sampled to fit a codebook unless told otherwise (``vlad fit``'s
 #: default).
-SAMPLE = 100_000
+SAMPLE = inspect.signature(vlad.fit_codebook).parameters["sample"].default
 #: Verified images (besides the query) whose descriptors join the query's in
 #: the ``-qe`` variants' second search: the library's default.
 EXPANDED_IMAGES = expand_verified.__kwdefaults__["images"]
@@ -457,26 +457,50 @@ def index_asmk(prepared: Prepared, *, binary: bool) -> ASMKIndex:
     return build_asmk_index(prepared.descriptors, codebook, binary=binary)
 
 
+def asmk_queries(prepared: Prepared) -> vlad.DescriptorSets:
+    """The queries' descriptor sets, with their keypoints, from the database's."""
+    sets = prepared.descriptors
+    return vlad.DescriptorSets.from_list(
+        [sets[row] for row in prepared.query_rows()],
+        names=prepared.queries,
+        keypoints=[sets.keypoints_of(row) for row in prepared.query_rows()],
+        metadata=sets.metadata,
+    )
+
+
 def search_asmk(
     prepared: Prepared, index: ASMKIndex, *, depth: int | None = None
 ) -> dict[str, list[str]]:
     """The whole database ranked for every query by the ASMK kernel
     (:attr:`Prepared.asmk_multiple_assignment` words per query descriptor,
     the index's default as ``vlad search`` unless told otherwise), optionally
-    verified spatially."""
-    sets = prepared.descriptors
-    queries = vlad.DescriptorSets.from_list(
-        [sets[row] for row in prepared.query_rows()],
-        names=prepared.queries,
-        metadata=sets.metadata,
-    )
-    results = index.search(
+    verified spatially (:func:`vlad.pipeline.search_verified` without its second
+    search)."""
+    queries = asmk_queries(prepared)
+    if not depth:
+        return index.search(
+            queries,
+            index.n_images,
+            multiple_assignment=prepared.asmk_multiple_assignment,
+        ).rankings()
+    return _search_verified(prepared, index, queries, depth, expand=0).rankings()
+
+
+def _search_verified(prepared, index, queries, depth, expand):
+    """:func:`vlad.pipeline.search_verified` with the variants' settings."""
+    verification = dict(prepared.verification)
+    min_inliers = verification.pop("min_inliers", None)
+    return search_verified(
+        index,
         queries,
-        index.n_images,
-        query_names=prepared.queries,
+        prepared.descriptors,
+        depth=depth,
+        min_inliers=min_inliers,
+        expand=expand,
         multiple_assignment=prepared.asmk_multiple_assignment,
+        verification=verification,
+        n_jobs=prepared.n_jobs,
     )
-    return _verified(prepared, results, depth, None)
 
 
 def search_asmk_expanded(
@@ -488,45 +512,35 @@ def search_asmk_expanded(
     reverify: bool = False,
 ) -> dict[str, list[str]]:
     """ASMK, spatial verification of the top ``depth``, then query expansion
-    by the verified images, as ``vlad search --rerank spatial
-    --expand-verified`` makes it (:func:`vlad.verification.expand_verified`): the
-    query's descriptors and those of its first ``expanded`` verified images
+    by the verified images: :func:`vlad.pipeline.search_verified`, as ``vlad
+    search --rerank spatial --expand-verified`` makes it. The query's
+    descriptors and those of its first ``expanded`` verified images
     (:attr:`Prepared.min_inliers` or more) search the index again, as one
     query. The verified images keep their places first; the second search
     ranks all the others. With ``reverify``, the second search's first
     ``depth`` images not verified yet are verified too, and those verified
     follow the first ones, most inliers first."""
     sets = prepared.descriptors
-    rows = prepared.query_rows()
-    queries = vlad.DescriptorSets.from_list(
-        [sets[row] for row in rows], names=prepared.queries, metadata=sets.metadata
-    )
-    search = functools.partial(
-        index.search, multiple_assignment=prepared.asmk_multiple_assignment
-    )
-    results = rerank_spatially(
-        search(queries, index.n_images),
-        sets,
-        sets,
-        depth=depth,
-        n_jobs=prepared.n_jobs,
-        **prepared.verification,
-    )
-    again = expand_verified(results, sets, sets, search, images=expanded)
+    queries = asmk_queries(prepared)
+    again = _search_verified(prepared, index, queries, depth, expand=expanded)
     if not reverify:
         return again.rankings()
     image_rows = {name: row for row, name in enumerate(sets.names)}
-    checked = {result.query: set(result.names[:depth]) for result in results.queries}
-    settings = results.record["spatial_verification"]
+    settings = again.record["spatial_verification"]
     rankings = {}
-    for result, row in zip(again.queries, rows, strict=True):
+    for result, row in zip(again.queries, prepared.query_rows(), strict=True):
         first = [
             name
             for name, inliers in zip(result.names, result.inliers, strict=True)
             if inliers >= prepared.min_inliers
         ]
-        # The second search's first ``depth`` not yet checked are verified.
-        fresh = [name for name in result.names if name not in checked[result.query]]
+        # Images verified by the first pass carry their inliers (0 or more);
+        # the second search's first ``depth`` of the others are verified now.
+        fresh = [
+            name
+            for name, inliers in zip(result.names, result.inliers, strict=True)
+            if inliers < 0
+        ]
         ranking, inliers = spatial_rerank(
             sets.keypoints_of(row),
             sets[row],
@@ -636,42 +650,15 @@ def _variants() -> dict[str, Variant]:
 VARIANTS: dict[str, Variant] = _variants()
 
 
-def step_average_precision(ranks: Sequence[int], n_relevant: int) -> float:
-    """Non-interpolated average precision: the mean over the relevant images
-    of the precision at each one's place (0 for those not found).
+def _json_step_map(step_map: dict) -> dict:
+    """:attr:`vlad.evaluation.Evaluation.step_map` for JSON: NaN as None."""
 
-    Parameters
-    ----------
-    ranks : sequence of int
-        Ascending places (from 0, junk removed) of the relevant images found.
-    n_relevant : int
-
-    Examples
-    --------
-    >>> step_average_precision([0, 2], 2)  # (1/1 + 2/3) / 2
-    0.8333333333333333
-    """
-    return math.fsum((j + 1) / (r + 1) for j, r in enumerate(ranks)) / n_relevant
-
-
-def step_map(evaluation: Evaluation) -> dict:
-    """Mean :func:`step_average_precision` of the counted queries, overall
-    (``"mean"``) and per tag (``"by_tag"``)."""
-
-    def mean(queries) -> float | None:
-        values = [
-            step_average_precision(query.ranks, query.n_relevant)
-            for query in queries
-            if query.counted
-        ]
-        return math.fsum(values) / len(values) if values else None
+    def number(value: float) -> float | None:
+        return None if math.isnan(value) else value
 
     return {
-        "mean": mean(evaluation.queries),
-        "by_tag": {
-            tag: mean(query for query in evaluation.queries if tag in query.tags)
-            for tag in evaluation.tags
-        },
+        "mean": number(step_map["mean"]),
+        "by_tag": {tag: number(value) for tag, value in step_map["by_tag"].items()},
     }
 
 
@@ -686,7 +673,8 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         ``ms_per_query`` (wall clock), ``cpu_ms_per_query`` (CPU time of the
         process's threads), ``load_average`` (the machine's over the last
         minute, when the search ended), ``evaluation`` (:meth:`Evaluation.to_dict`),
-        ``step_map`` and, for an ASMK index, ``index`` (its ``nbytes`` and
+        ``step_map`` (:attr:`vlad.evaluation.Evaluation.step_map`, NaN as
+        None) and, for an ASMK index, ``index`` (its ``nbytes`` and
         ``n_entries``).
 
     Raises
@@ -742,7 +730,7 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         # How busy the machine was: the wall clock means little without it.
         "load_average": os.getloadavg()[0],
         "evaluation": evaluation.to_dict(),
-        "step_map": step_map(evaluation),
+        "step_map": _json_step_map(evaluation.step_map),
     } | (
         {"index": {"nbytes": state.nbytes, "n_entries": state.n_entries}}
         if isinstance(state, ASMKIndex)
@@ -774,7 +762,7 @@ def prepare(
     seconds = {}
     start = time.perf_counter()
     if descriptors is not None:
-        sets = read_descriptor_file(descriptors)
+        sets, _ = read_descriptor_sets(descriptors)
     elif cache.exists():
         sets = vlad.DescriptorSets.load(cache)
     else:
@@ -830,21 +818,17 @@ def verification_settings(arguments: argparse.Namespace) -> dict:
     Raises
     ------
     ValueError
-        A value the library refuses (one line), before anything runs.
+        A value the library refuses (one line,
+        :func:`vlad.verification.check_verification`'s), before anything runs.
     """
     settings = {"matching": arguments.matching}
     if arguments.matching != "mutual" and arguments.ratio is not None:
-        matcher(arguments.matching, arguments.ratio)  # checks the ratio
         settings["ratio"] = arguments.ratio
     if arguments.min_inliers is not None:
-        settings["min_inliers"] = check_positive_int(
-            arguments.min_inliers, "--min-inliers"
-        )
+        settings["min_inliers"] = arguments.min_inliers
     if arguments.verify_keypoints is not None:
-        keypoints = arguments.verify_keypoints
-        if keypoints:
-            check_max_keypoints(keypoints)
-        settings["max_keypoints"] = keypoints
+        settings["max_keypoints"] = arguments.verify_keypoints
+    check_verification(**settings)
     if settings["matching"] == LIBRARY_MATCHING:
         del settings["matching"]
     return settings

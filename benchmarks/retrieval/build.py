@@ -36,7 +36,7 @@ Every image is shrunk so its longer side is at most ``max_side`` and stored
 as JPEG at :data:`~benchmarks.retrieval.transforms.STORED_QUALITY`; the
 queries are made from the shrunk original. The folder is built
 hidden beside ``OUT`` and takes its place when complete
-(:func:`vlad.formats._folders.replace_folder`).
+(:func:`benchmarks.files.replace_folder`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.files import replace_folder
 from benchmarks.retrieval.sources import (
     BUNDLED_FOLDER,
     PACKAGE_SOURCES,
@@ -69,7 +70,6 @@ from benchmarks.retrieval.transforms import (
     query_rng,
     resize_to_max_side,
 )
-from vlad.formats._folders import replace_folder
 
 __all__ = [
     "DEFAULT_SOURCES",

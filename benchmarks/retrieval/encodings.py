@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.files import atomic_write
 from benchmarks.report import machine_info
 from benchmarks.retrieval.run import K, dataset_counts
-from vlad.core._codebook import DEFAULT_N_CLUSTERS
-from vlad.core._files import atomic_write
+from vlad.core import DEFAULT_N_CLUSTERS
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.search import build_index
 
@@ -230,7 +230,7 @@ def time_from_images(
         sets, _ = _descriptors(dataset, work, variant.extraction, n_jobs)
         settings = {"n_clusters": DEFAULT_N_CLUSTERS, "seed": 0} | variant.codebook
         codebooks[variant.label] = vlad.fit_codebook(sets["database"], **settings)
-    n_images = len(vlad.images._files.find_images(dataset / "queries"))
+    n_images = len(vlad.find_images(dataset / "queries"))
     seconds = {variant.label: [] for variant in variants}
     for _ in range(repeats):
         for variant in variants:

@@ -17,9 +17,9 @@ import json
 import sys
 from pathlib import Path
 
+from benchmarks.files import atomic_write
 from benchmarks.performance_page import machine_section
 from benchmarks.retrieval.encodings import format_table
-from vlad.core._files import atomic_write
 
 __all__ = ["main", "render_page"]
 

@@ -18,9 +18,9 @@ import json
 import sys
 from pathlib import Path
 
+from benchmarks.files import atomic_write
 from benchmarks.performance_page import machine_section
 from benchmarks.retrieval.run import format_by_transform, format_rows
-from vlad.core._files import atomic_write
 
 __all__ = ["main", "render_page"]
 

@@ -32,13 +32,14 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.files import atomic_write
+from benchmarks.options import descriptor_parameter, spec_argument
 from benchmarks.report import machine_info
 from vlad.asmk import build_asmk_index
-from vlad.core._codebook import DEFAULT_N_CLUSTERS
-from vlad.core._files import atomic_write
+from vlad.core import DEFAULT_N_CLUSTERS, POWER
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.search import QueryExpansion, build_index
-from vlad.verification._reranking import rerank_spatially
+from vlad.verification import rerank_spatially
 
 __all__ = [
     "Prepared",
@@ -363,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--work", type=Path)
     parser.add_argument("--clusters", type=int, default=DEFAULT_N_CLUSTERS)
-    parser.add_argument("--power", type=float, default=vlad.EncodingOptions().power)
+    spec_argument(parser, POWER)
     parser.add_argument("--pca", type=int, default=64)
     parser.add_argument(
         "--depth",
@@ -371,12 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"results verified spatially; repeat for several (default: 20 and {K})",
     )
-    parser.add_argument(
-        "--min-keypoints",
-        type=int,
-        default=vlad.SiftOptions().min_keypoints,
-        help="vlad.SiftOptions.min_keypoints (0: detect once)",
-    )
+    spec_argument(parser, descriptor_parameter("min_keypoints"))
     parser.add_argument(
         "--asmk-words",
         type=int,

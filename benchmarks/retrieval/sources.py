@@ -28,7 +28,7 @@ import re
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from vlad.images._files import IMAGE_EXTENSIONS
+from vlad.images import IMAGE_EXTENSIONS
 
 __all__ = [
     "APT_PACKAGES",

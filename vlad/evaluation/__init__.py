@@ -9,7 +9,9 @@ returns an :class:`Evaluation`: each query's metrics, and their means overall
 and by tag. :func:`evaluate_files` does the same from a ``vlad search``
 results file. The metrics of a single ranking are plain functions:
 :func:`average_precision` (revisitop's trapezoid rule), :func:`recall_at_k`,
-:func:`precision_at_k`, :func:`reciprocal_rank`.
+:func:`precision_at_k`, :func:`reciprocal_rank`;
+:func:`step_average_precision_of_ranks` is the non-interpolated average
+precision, whose mean over queries is :attr:`Evaluation.step_map`.
 """
 
 from typing import TYPE_CHECKING
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
         reciprocal_rank,
         relevant_ranks,
         score_ranks,
+        step_average_precision_of_ranks,
     )
     from vlad.evaluation._revisited import (
         REVISITED_PROTOCOLS,

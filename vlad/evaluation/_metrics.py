@@ -42,6 +42,7 @@ __all__ = [
     "reciprocal_rank",
     "relevant_ranks",
     "score_ranks",
+    "step_average_precision_of_ranks",
 ]
 
 
@@ -125,6 +126,58 @@ def average_precision_of_ranks(ranks: Sequence[int], n_relevant: int) -> float:
     """
     _check_ranks(ranks, n_relevant)
     return _average_precision(ranks, n_relevant)
+
+
+def step_average_precision_of_ranks(ranks: Sequence[int], n_relevant: int) -> float:
+    """Non-interpolated average precision from the places of the relevant
+    images found: the mean, over the relevant images, of the precision at
+    each one's place (0 for those not found).
+
+    It is the area under the precision-recall curve as a step function (the
+    TREC and Pascal VOC convention before interpolation), where
+    :func:`average_precision_of_ranks` takes the trapezoid between two
+    relevant images (revisitop's): relevant image ``j`` (from 0) found at
+    place ``r`` adds ``(j + 1) / (r + 1) / n_relevant``, never less than the
+    trapezoid's share.
+
+    Parameters
+    ----------
+    ranks : sequence of int
+        Ascending places counted from 0, junk removed, as
+        :func:`relevant_ranks` gives them.
+    n_relevant : int
+        Relevant images of the query, found or not.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when ``n_relevant`` is 0 (nothing to find).
+
+    Raises
+    ------
+    ValueError
+        ``n_relevant`` is negative or smaller than ``len(ranks)``, or ``ranks``
+        is not strictly ascending from 0 or more.
+
+    See Also
+    --------
+    average_precision_of_ranks : the trapezoid rule (revisitop's mAP).
+    vlad.evaluation.Evaluation.step_map : its mean over queries.
+
+    Examples
+    --------
+    >>> step_average_precision_of_ranks([0, 2], 2)  # (1/1 + 2/3) / 2
+    0.8333333333333333
+    >>> average_precision_of_ranks([0, 2], 2)  # (1 + (1/2 + 2/3) / 2) / 2
+    0.7916666666666666
+    """
+    _check_ranks(ranks, n_relevant)
+    if n_relevant == 0:
+        return math.nan
+    return (
+        math.fsum((found + 1) / (rank + 1) for found, rank in enumerate(ranks))
+        / n_relevant
+    )
 
 
 def score_ranks(

@@ -28,7 +28,11 @@ from dataclasses import dataclass, field
 from vlad.core._files import atomic_write
 from vlad.errors import VladError
 from vlad.evaluation._ground_truth import ground_truth_from_mapping
-from vlad.evaluation._metrics import relevant_ranks, score_ranks
+from vlad.evaluation._metrics import (
+    relevant_ranks,
+    score_ranks,
+    step_average_precision_of_ranks,
+)
 from vlad.formats._names import printable
 
 __all__ = ["DEFAULT_KS", "Evaluation", "QueryEvaluation", "evaluate"]
@@ -72,6 +76,13 @@ class QueryEvaluation:
     def counted(self) -> bool:
         """Whether the query is in the means (it has relevant images)."""
         return self.n_relevant > 0
+
+    @property
+    def step_average_precision(self) -> float:
+        """The query's non-interpolated average precision
+        (:func:`~vlad.evaluation.step_average_precision_of_ranks`); NaN when
+        ``n_relevant`` is 0."""
+        return step_average_precision_of_ranks(list(self.ranks), self.n_relevant)
 
     def to_dict(self) -> dict:
         """The query's entry under ``"per_query"`` in :meth:`Evaluation.to_dict`."""
@@ -144,6 +155,39 @@ class Evaluation:
         return {
             tag: self.summary(query for query in self.queries if tag in query.tags)
             for tag in self.tags
+        }
+
+    @property
+    def step_map(self) -> dict:
+        """The mean non-interpolated average precision of the counted queries
+        (:attr:`QueryEvaluation.step_average_precision`), beside
+        :attr:`mean`'s ``"mAP"`` (the trapezoid rule): ``"mean"``, over every
+        query, and ``"by_tag"``, tag to the mean over its queries, tags
+        sorted; NaN where no query counts.
+
+        Examples
+        --------
+        >>> from vlad.evaluation import evaluate
+        >>> truth = {"q": {"relevant": ["a", "b"], "tags": ["day"]}}
+        >>> evaluation = evaluate({"q": ["a", "x", "b"]}, truth)
+        >>> evaluation.step_map
+        {'mean': 0.8333333333333333, 'by_tag': {'day': 0.8333333333333333}}
+        >>> evaluation.mean["mAP"]  # the trapezoid rule
+        0.7916666666666666
+        """
+
+        def mean(queries: Iterable[QueryEvaluation]) -> float:
+            values = [
+                query.step_average_precision for query in queries if query.counted
+            ]
+            return math.fsum(values) / len(values) if values else math.nan
+
+        return {
+            "mean": mean(self.queries),
+            "by_tag": {
+                tag: mean(query for query in self.queries if tag in query.tags)
+                for tag in self.tags
+            },
         }
 
     def summary(self, queries: Iterable[QueryEvaluation]) -> dict:

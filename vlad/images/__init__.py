@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from vlad.images._decoder_messages import capture_decoder_messages
     from vlad.images._detectors import unpack_bits
     from vlad.images._files import (
+        IMAGE_EXTENSIONS,
         ImageReadError,
         find_images,
         read_image,

@@ -22,7 +22,10 @@ into folders of shards, here or on a Dask cluster.
   as one on a Dask cluster;
 - :mod:`vlad.pipeline._codebook_fit`, :mod:`vlad.pipeline._index_build` and
   :mod:`vlad.pipeline._search_run`: whole runs over files, as ``vlad fit``,
-  ``vlad index`` and ``vlad search`` make them.
+  ``vlad index`` and ``vlad search`` make them;
+- :mod:`vlad.pipeline._verified_search`: ASMK, spatial verification and query
+  expansion by the verified images in one call, in memory: the search of
+  ``vlad search --rerank spatial --expand-verified`` on an ASMK index.
 """
 
 from typing import TYPE_CHECKING
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from vlad.pipeline._queries import read_asmk_queries, read_queries
     from vlad.pipeline._search_run import SearchRun, search_index
     from vlad.pipeline._vector_shards import SHARD_IMAGES, encode_images_to_folder
+    from vlad.pipeline._verified_search import VERIFICATION_KEYS, search_verified
     from vlad.pipeline._vocabularies import (
         fit_codebook_to_images,
         fit_vocabularies_to_images,

@@ -5,7 +5,7 @@ spatial re-ranking, and query expansion by the verified images."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vlad.asmk._files import is_asmk_index, load_asmk_index
@@ -18,6 +18,7 @@ from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.images._files import MAX_PIXELS
 from vlad.pipeline._batch import BatchReport
 from vlad.pipeline._queries import encoding_options, read_asmk_queries, read_queries
+from vlad.pipeline._verified_search import search_verified
 from vlad.search._expansion import QueryExpansion
 from vlad.search._index import load_index
 from vlad.search._results import SearchResults
@@ -198,7 +199,6 @@ def search_index(
             "spatial re-ranking"
         )
     report = query_sets = None
-    search_again: Callable[[DescriptorSets, int], SearchResults]
     if is_asmk_index(index):
         if "qe" in rerank or parameters is not None:
             raise VladError(
@@ -208,14 +208,25 @@ def search_index(
         query_sets, report = read_asmk_queries(
             _as_list(queries), asmk_index, codebook, n_jobs=n_jobs, progress=progress
         )
+        max_pixels = _recorded_max_pixels(asmk_index.source)
+        if spatial:
+            database_sets = read_descriptor_file(database_descriptors)
+            results = search_verified(
+                asmk_index,
+                query_sets,
+                database_sets,
+                top,
+                depth=rerank_depth,
+                min_inliers=min_inliers,
+                expand=expand_verified,
+                multiple_assignment=multiple_assignment,
+                verification=verification,
+                n_jobs=n_jobs,
+            )
+            return SearchRun(results, report, query_sets, database_sets, max_pixels)
         results = asmk_index.search(
             query_sets, top, multiple_assignment=multiple_assignment, n_jobs=n_jobs
         )
-        max_pixels = _recorded_max_pixels(asmk_index.source)
-
-        def search_again(sets: DescriptorSets, k: int) -> SearchResults:
-            return asmk_index.search(sets, k, multiple_assignment=multiple_assignment)
-
     else:
         if multiple_assignment is not None:
             raise VladError("multiple_assignment applies only to an ASMK index")

@@ -4,7 +4,8 @@ of descriptors, and query expansion by the images verified.
 
 :func:`inlier_matches` finds the inliers of two images' descriptors,
 :func:`spatial_rerank` re-ranks one query's candidates and
-:func:`rerank_spatially` every query's results (of a VLAD or an ASMK index);
+:func:`rerank_spatially` every query's results (of a VLAD or an ASMK index),
+its settings checked before any work by :func:`check_verification`;
 :func:`verification_preset` picks the :class:`VerificationSettings` of
 :data:`VERIFICATION_PRESETS` that suit the descriptors' record;
 :func:`expand_verified` searches again with each query's verified images.
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
         VerificationSettings,
         verification_preset,
     )
-    from vlad.verification._reranking import rerank_spatially
+    from vlad.verification._reranking import check_verification, rerank_spatially
     from vlad.verification._spatial import inlier_matches, spatial_rerank
 
 __getattr__, __dir__, __all__ = attach_declared(__name__, __file__)

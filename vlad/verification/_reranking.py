@@ -21,7 +21,7 @@ from vlad.verification._presets import (
 )
 from vlad.verification._spatial import DEFAULT_THRESHOLDS, spatial_rerank
 
-__all__ = ["DEFAULT_DEPTH", "rerank_spatially"]
+__all__ = ["DEFAULT_DEPTH", "check_verification", "rerank_spatially"]
 
 
 def rerank_spatially(
@@ -176,6 +176,60 @@ def rerank_spatially(
             "give them, or a verification preset, for these descriptors"
         )
     return SearchResults(reranked, record, notes)
+
+
+def check_verification(
+    *,
+    depth: int | None = None,
+    matching: str = "mutual+ratio",
+    model: str = "fundamental",
+    ratio: float | None = None,
+    reprojection_threshold: float | None = None,
+    min_inliers: int | None = None,
+    max_keypoints: int | None = None,
+    preset: str | None = None,
+) -> None:
+    """Check settings of :func:`rerank_spatially` before any work.
+
+    A search that verifies its results reads descriptors and searches the
+    index first: this refuses a bad setting before all that, with the message
+    :func:`rerank_spatially` would give. Settings left None suit the
+    descriptors and are not checked here.
+
+    Parameters
+    ----------
+    depth, matching, model, ratio, reprojection_threshold, min_inliers
+        As in :func:`rerank_spatially`.
+    max_keypoints, preset
+        As in :func:`rerank_spatially`.
+
+    Raises
+    ------
+    ValueError
+        A setting :func:`rerank_spatially` refuses: the message names it and
+        echoes the value.
+    TypeError
+        ``ratio`` or ``reprojection_threshold`` is not a number.
+
+    Examples
+    --------
+    >>> from vlad.verification import check_verification
+    >>> check_verification(ratio=0.9, min_inliers=12, max_keypoints=0)
+    >>> check_verification(ratio=1.5)
+    Traceback (most recent call last):
+    ...
+    vlad.errors.VladError: ratio must be a number in (0, 1]; got 1.5
+    """
+    if depth is not None:
+        _check_depth(depth)
+    if min_inliers is not None:
+        check_positive_int(min_inliers, "min_inliers")
+    if max_keypoints is not None:
+        _check_max_keypoints(max_keypoints)
+    matcher(matching, *(() if ratio is None else (ratio,)))
+    fitter(model, reprojection_threshold)
+    if preset is not None:
+        verification_preset({}, preset)
 
 
 def _kind_record(queries: DescriptorSets, database: DescriptorSets) -> dict:
