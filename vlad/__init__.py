@@ -44,7 +44,12 @@ if TYPE_CHECKING:
         stack_vocabularies,
     )
     from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
-    from vlad.errors import VladError
+    from vlad.errors import (
+        ParameterError,
+        ParameterTypeError,
+        VladError,
+        VladTypeError,
+    )
     from vlad.estimators._encoder import VLADEncoder
     from vlad.estimators._feature_extractor import FeatureExtractor
     from vlad.estimators._sift_extractor import SIFTExtractor
@@ -76,7 +81,10 @@ __all__ = [
     "LearnedOptions",
     "SIFTExtractor",
     "SiftOptions",
+    "ParameterError",
+    "ParameterTypeError",
     "VladError",
+    "VladTypeError",
     "TorchEncoder",
     "VLADEncoder",
     "__version__",
@@ -134,7 +142,10 @@ _EXPORTS = {
     "FeatureExtractor": "vlad.estimators._feature_extractor",
     "SIFTExtractor": "vlad.estimators._sift_extractor",
     "describe_file": "vlad._info",
+    "ParameterError": "vlad.errors",
+    "ParameterTypeError": "vlad.errors",
     "VladError": "vlad.errors",
+    "VladTypeError": "vlad.errors",
     "load_vectors": "vlad.formats._vectors",
     "save_vectors": "vlad.formats._vectors",
     "BatchReport": "vlad.pipeline",
