@@ -11,7 +11,7 @@ from vlad.core.aggregators import (
     check_aggregator_variant,
     resolve_aggregator,
 )
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["EncodingOptions"]
 
@@ -163,12 +163,12 @@ class EncodingOptions:
         if options is None:
             options = cls()
         elif not isinstance(options, cls):
-            raise TypeError(
+            raise VladTypeError(
                 f"options must be an EncodingOptions; got {type(options).__name__}"
             )
         unknown = sorted(set(settings) - set(cls._field_names()))
         if unknown:
-            raise TypeError(
+            raise VladTypeError(
                 f"unknown encoding setting(s) {', '.join(unknown)}; expected "
                 f"some of {', '.join(cls._field_names())}"
             )

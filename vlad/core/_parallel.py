@@ -42,6 +42,7 @@ __all__ = [
 #: work to threads costs more than it saves (measured on the essay's workload).
 PARALLEL_MIN_WORK = 1 << 27
 
+
 def workers_for(work: int, n_workers: int) -> int:
     """``n_workers`` for ``work`` multiply-adds, or 1 when it is too little."""
     return n_workers if work >= PARALLEL_MIN_WORK else 1

@@ -449,15 +449,12 @@ INLIER_THRESHOLD = Parameter(
     closed="neither",
     none=True,
 )
-MIN_INLIERS = Parameter(
-    "min_inliers", int, 12, "Inliers that verify a result.", low=1
-)
+MIN_INLIERS = Parameter("min_inliers", int, 12, "Inliers that verify a result.", low=1)
 DEPTH = Parameter(
     "depth",
     int,
     None,
-    "Results per query verified (None: all, or the preset's where there is "
-    "one).",
+    "Results per query verified (None: all, or the preset's where there is one).",
     low=0,
     none=True,
 )
@@ -522,15 +519,15 @@ QUANTIZER_PARAMETERS = Parameter(
     "quantizer_parameters",
     str,
     None,
-    'faiss search parameters of the quantizer, such as "efSearch=64".',
+    'faiss search parameters of --quantizer, such as "efSearch=64".',
     none=True,
 )
 MULTIPLE_ASSIGNMENT = Parameter(
     "multiple_assignment",
     int,
     None,
-    "Words each query descriptor is assigned to (its nearest). [default: 5 for "
-    "ASMK*, 3 for ASMK (--full)]",
+    "ASMK index: words each query descriptor is assigned to (its nearest). "
+    "[default: 5 for ASMK*, 3 for ASMK (--full)]",
     low=1,
     none=True,
 )

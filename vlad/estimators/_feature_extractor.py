@@ -17,7 +17,7 @@ from vlad.core._descriptors import DescriptorSets
 from vlad.core._parallel import resolve_n_jobs
 from vlad.core._parameters import N_JOBS
 from vlad.core._pool import map_in_order
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.estimators._parameters import check_specified, constraints
 from vlad.images._callables import CallableExtractor, load_extractor
 from vlad.images._files import MAX_PIXELS, ImageReadError
@@ -135,7 +135,7 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
         """
         extractor = self._resolve()
         if isinstance(X, (str, os.PathLike)):
-            raise TypeError(
+            raise VladTypeError(
                 "X must be a sequence of images (paths or arrays); got the single "
                 f"path {X!r}: wrap it in a list"
             )

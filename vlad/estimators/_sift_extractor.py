@@ -15,6 +15,7 @@ from vlad.core._descriptors import DescriptorSets
 from vlad.core._parallel import resolve_n_jobs
 from vlad.core._parameters import N_JOBS
 from vlad.core._pool import map_in_order
+from vlad.errors import VladTypeError
 from vlad.estimators._parameters import check_specified, constraints
 from vlad.images._describe import describe_image
 from vlad.images._files import MAX_PIXELS
@@ -176,7 +177,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             affine_tilts=self.affine_tilts,
         )
         if isinstance(X, (str, os.PathLike)):
-            raise TypeError(
+            raise VladTypeError(
                 "X must be a sequence of images (paths or arrays); got the single "
                 f"path {X!r}: wrap it in a list"
             )

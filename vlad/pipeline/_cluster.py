@@ -32,7 +32,7 @@ from vlad._extras import install_command
 from vlad.core._codebook import Codebook
 from vlad.core._parallel import resolve_n_jobs
 from vlad.core._pool import Progress
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._shards import write_shard
 from vlad.images._decoder_messages import (
     capture_decoder_messages,
@@ -219,7 +219,7 @@ def require_client(client: Any) -> Any:
     """
     distributed = require_distributed()
     if not isinstance(client, distributed.Client):
-        raise TypeError(
+        raise VladTypeError(
             f"client must be a dask.distributed.Client; got {type(client).__name__}"
         )
     return distributed

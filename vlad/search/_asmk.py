@@ -32,7 +32,7 @@ from vlad.core._parameters import (
     K,
 )
 from vlad.core._validation import check_finite
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.images._extractors import check_same_kind
 from vlad.search._asmk_descriptors import check_same_descriptors
 from vlad.search._asmk_kernel import check_settings, code_dtype, code_width
@@ -549,7 +549,9 @@ def build_asmk_index(
     (('b.jpg', 'a.jpg'), [1.0, 0.707])
     """
     if not isinstance(codebook, Codebook):
-        raise TypeError(f"codebook must be a Codebook; got {type(codebook).__name__}")
+        raise VladTypeError(
+            f"codebook must be a Codebook; got {type(codebook).__name__}"
+        )
     if codebook.n_vocabularies > 1 or codebook.metric != "euclidean":
         raise VladError(
             "ASMK takes a codebook of one Euclidean vocabulary; got "

@@ -22,7 +22,7 @@ import contextlib
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.search._asmk_kernel import word_quantizer
 from vlad.search._faiss_store import require_faiss
 
@@ -62,7 +62,7 @@ class WordQuantizer:
                 f"got {factory!r}"
             )
         if parameters is not None and not isinstance(parameters, str):
-            raise TypeError(
+            raise VladTypeError(
                 f"quantizer_parameters must be a str or None; got {parameters!r}"
             )
         self.centers = np.ascontiguousarray(centers, dtype=np.float32)

@@ -23,7 +23,7 @@ import numpy as np
 
 from vlad.core._codebook import Codebook
 from vlad.core._writing import atomic_write
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._folders import move_into_place
 from vlad.search._asmk import ASMKIndex, build_asmk_index
 from vlad.search._asmk_parts import descriptor_parts, parts_names, parts_record
@@ -109,7 +109,7 @@ def write_asmk_index(
     """
     idf = bool(settings.pop("idf", False))
     if isinstance(names, str):
-        raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
+        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
     given = None if names is None else [str(name) for name in names]
     if given is not None and len(given) != len(descriptor_sets):
         raise VladError(f"{len(given)} names for {len(descriptor_sets)} images")

@@ -21,7 +21,7 @@ from vlad._version import __version__
 from vlad.core._files import check_format_version, read_numpy_file
 from vlad.core._parameters import FACTORY, SEARCH_PARAMETERS, K
 from vlad.core._validation import as_float_matrix, check_finite
-from vlad.errors import DamagedIndexError, VladError
+from vlad.errors import DamagedIndexError, VladError, VladTypeError
 from vlad.formats._folders import replace_folder
 from vlad.search._exact import ExactStore
 from vlad.search._expansion import QueryExpansion, augment_database, search_expanded
@@ -533,7 +533,7 @@ def _checked_names(names, count: int, what: str, first: int = 0) -> list[str]:
     if names is None:
         return [str(first + position) for position in range(count)]
     if isinstance(names, str):
-        raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
+        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
     names = [str(name) for name in names]
     if len(names) != count:
         raise VladError(f"{len(names)} names for {count} {what}")

@@ -46,7 +46,7 @@ from vlad.core._parameters import (
 )
 from vlad.core._pool import map_in_order
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.search._geometry import (
     DEFAULT_THRESHOLDS,
     EPIPOLAR_THRESHOLD,
@@ -389,7 +389,7 @@ def spatial_rerank(
     verify_keypoints = _check_max_keypoints(verify_keypoints)
     depth = DEPTH.check(depth)
     if not isinstance(database, DescriptorSets):
-        raise TypeError(
+        raise VladTypeError(
             f"database must be a DescriptorSets; got {type(database).__name__}"
         )
     if database.keypoints is None:
@@ -535,7 +535,7 @@ def _check_candidates(candidates: ArrayLike, n_images: int) -> np.ndarray:
     if array.size == 0:
         return np.zeros(0, dtype=np.int64)
     if array.dtype.kind not in "iu":
-        raise TypeError(
+        raise VladTypeError(
             f"candidates must hold integer database rows; got dtype {array.dtype}"
         )
     low, high = int(array.min()), int(array.max())
