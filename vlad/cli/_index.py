@@ -73,16 +73,8 @@ def _with_asmk(help: str) -> str:
     help="Whitening power: 1 (alone: --whiten) whitens fully, 0 only projects. "
     "Default 1 with --pca.",
 )
-@spec_option(
-    FACTORY,
-    help="faiss index_factory string for approximate or compressed search, such "
-    f'as "IVF256,PQ32" or "HNSW32" (needs {install_command("faiss")}); default '
-    "exact search.",
-)
-@spec_option(
-    SEARCH_PARAMETERS,
-    help='faiss search parameters kept with the index, such as "nprobe=16".',
-)
+@spec_option(FACTORY, help=f"{FACTORY.help} Needs {install_command('faiss')}.")
+@spec_option(SEARCH_PARAMETERS, help=f"{SEARCH_PARAMETERS.help} Kept with the index.")
 @click.option(
     "--augment",
     type=click.IntRange(min=0),

@@ -122,16 +122,14 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     DEPTH,
     "--rerank-depth",
     "rerank_depth",
-    help="Results per query verified by --rerank spatial."
-    + preset_defaults("depth", str),
+    help=DEPTH.help + preset_defaults("depth", str),
 )
 @verification_options(from_descriptors=True)
 @spec_option(
     MIN_INLIERS,
     default=None,
     show_default=False,
-    help="Inliers that verify a result of --rerank spatial."
-    + preset_defaults("min_inliers", str),
+    help=MIN_INLIERS.help + preset_defaults("min_inliers", str),
 )
 @click.option(
     "--expand-verified",
@@ -150,10 +148,7 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     help="The index images' descriptors file from \"vlad extract\" or hloc's "
     "local features (.h5), with their keypoints, for --rerank spatial.",
 )
-@spec_option(
-    SEARCH_PARAMETERS,
-    help='faiss search parameters for this search, such as "nprobe=32".',
-)
+@spec_option(SEARCH_PARAMETERS, help=f"{SEARCH_PARAMETERS.help} For this search.")
 @spec_option(MULTIPLE_ASSIGNMENT)
 @page_options(search=True)
 @jobs_option

@@ -36,7 +36,7 @@ __all__ = [
 R = TypeVar("R")
 
 
-class DistanceOverflowError(ValueError):
+class DistanceOverflowError(VladError):
     """Squared distances overflowed although the descriptors are finite."""
 
 

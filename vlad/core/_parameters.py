@@ -400,7 +400,7 @@ FACTORY = Parameter(
     str,
     None,
     "faiss index_factory string for approximate or compressed search, such as "
-    '"IVF256,PQ32" or "HNSW32"; None for exact search.',
+    '"IVF256,PQ32" or "HNSW32"; default exact search.',
     none=True,
 )
 SEARCH_PARAMETERS = Parameter(
@@ -449,12 +449,14 @@ INLIER_THRESHOLD = Parameter(
     closed="neither",
     none=True,
 )
-MIN_INLIERS = Parameter("min_inliers", int, 12, "Inliers that verify a result.", low=1)
+MIN_INLIERS = Parameter(
+    "min_inliers", int, 12, "Inliers that verify a result of --rerank spatial.", low=1
+)
 DEPTH = Parameter(
     "depth",
     int,
     None,
-    "Results per query verified (None: all, or the preset's where there is one).",
+    "Results per query verified by --rerank spatial.",
     low=0,
     none=True,
 )

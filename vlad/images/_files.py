@@ -63,7 +63,7 @@ class ImageFile(NamedTuple):
     name: str
 
 
-class ImageReadError(ValueError):
+class ImageReadError(VladError):
     """An image file that cannot be decoded: unreadable, truncated, corrupt,
     too large or not an image.
 
