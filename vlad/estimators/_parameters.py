@@ -37,6 +37,8 @@ def constraints(parameter: Parameter) -> list:
     """
     if parameter.kind is bool:
         allowed = ["boolean"]
+    elif parameter.kind is str and not parameter.choices:
+        allowed = [str]
     elif parameter.kind is str:
         allowed = [StrOptions(set(parameter.choices))]
     else:
