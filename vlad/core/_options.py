@@ -88,7 +88,7 @@ class EncodingOptions:
     >>> vlad.EncodingOptions(power=2)
     Traceback (most recent call last):
     ...
-    vlad.errors.VladError: power must be a number in (0, 1]; got 2
+    vlad.errors.ParameterError: power must be a number in (0, 1]; got 2
 
     Settings other than plain VLAD's are recorded too:
 
