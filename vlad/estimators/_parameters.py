@@ -25,6 +25,8 @@ class EstimatorParameterError(ParameterTypeError, InvalidParameterError):
     ``InvalidParameterError`` (so ``check_estimator`` and the callers of
     either recognise it)."""
 
+    __module__ = "vlad.estimators"
+
 
 def constraints(parameter: Parameter) -> list:
     """scikit-learn's ``_parameter_constraints`` entry for ``parameter``.
