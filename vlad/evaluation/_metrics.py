@@ -32,6 +32,7 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 
+from vlad.core._parameters import K
 from vlad.errors import VladError, VladTypeError
 
 __all__ = [
@@ -353,9 +354,8 @@ def _check_ranks(ranks: Sequence[int], n_relevant: int) -> None:
 
 
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise VladError(f"k must be an int of at least 1; got {k!r}")
-    return k
+    """``k`` as :data:`vlad.core._parameters.K` takes it: an integer >= 1."""
+    return K.check(k)
 
 
 def _name_set(names: Iterable[str], parameter: str) -> frozenset[str]:
