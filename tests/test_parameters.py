@@ -278,7 +278,8 @@ def test_the_sift_estimator_takes_opencvs_features():
             _parameters.VERIFY_KEYPOINTS,
             "None, 0 (every keypoint) or an integer >= 8",
         ),
-        (FACTORY, "None or a non-empty string"),
+        (FACTORY, "None or a faiss index_factory string"),
+        (Parameter("t", str, "x", ""), "a non-empty string"),
     ],
 )
 def test_expectations_in_words(parameter, words):

@@ -91,6 +91,8 @@ class Parameter:
     specials : tuple of (value, str) pairs
         Values allowed outside the range, each with what it means:
         ``((-1, "every core"),)``.
+    text : str, default="a non-empty string"
+        What a ``str`` parameter without choices holds, in words.
 
     Examples
     --------
@@ -115,6 +117,7 @@ class Parameter:
     choices: tuple[str, ...] = ()
     none: bool = False
     specials: tuple[tuple[Any, str], ...] = ()
+    text: str = "a non-empty string"
 
     def __post_init__(self):
         if self.kind not in (bool, int, float, str):
@@ -140,9 +143,7 @@ class Parameter:
         if self.kind is bool:
             expected = "True or False"
         elif self.kind is str:
-            expected = (
-                f"one of {list(self.choices)}" if self.choices else "a non-empty string"
-            )
+            expected = f"one of {list(self.choices)}" if self.choices else self.text
         else:
             expected = self._range_in_words()
         alternatives = ["None"] if self.none else []
@@ -402,6 +403,7 @@ FACTORY = Parameter(
     "faiss index_factory string for approximate or compressed search, such as "
     '"IVF256,PQ32" or "HNSW32"; default exact search.',
     none=True,
+    text="a faiss index_factory string",
 )
 SEARCH_PARAMETERS = Parameter(
     "parameters",
@@ -409,6 +411,7 @@ SEARCH_PARAMETERS = Parameter(
     None,
     'faiss search parameters, such as "nprobe=16".',
     none=True,
+    text="faiss search parameters",
 )
 
 # --- Spatial verification (vlad.search.spatial_rerank, rerank_spatially) ------
@@ -516,6 +519,7 @@ QUANTIZER = Parameter(
     "How descriptors find their nearest words: Flat (exact), or a faiss "
     "index_factory string over the words, such as HNSW32 (approximate, faster "
     "with tens of thousands of words).",
+    text="'Flat' or a faiss index_factory string",
 )
 QUANTIZER_PARAMETERS = Parameter(
     "quantizer_parameters",
@@ -523,6 +527,7 @@ QUANTIZER_PARAMETERS = Parameter(
     None,
     'faiss search parameters of --quantizer, such as "efSearch=64".',
     none=True,
+    text="faiss search parameters",
 )
 MULTIPLE_ASSIGNMENT = Parameter(
     "multiple_assignment",

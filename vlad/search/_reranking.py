@@ -184,7 +184,11 @@ def rerank_spatially(
         },
     }
     notes = list(results.notes)
-    defaulted = [key for key, value in given.items() if value is None]
+    defaulted = [
+        "verify_keypoints" if key == "max_keypoints" else key
+        for key, value in given.items()
+        if value is None
+    ]
     if not chosen.known and defaulted:
         notes.append(
             f"spatial verification took {', '.join(defaulted)} from the defaults, "
