@@ -202,9 +202,15 @@ def test_descriptors_of_another_kind_are_refused():
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"alpha": 0.0}, "alpha must be positive"),
-        ({"threshold": 1.0}, r"threshold must be in \[-1, 1\)"),
-        ({"alpha": "3"}, "alpha must be a number"),
+        ({"alpha": 0.0}, "^alpha must be a positive finite number; got 0.0$"),
+        ({"threshold": 1.0}, r"^threshold must be a number in \[-1, 1\); got 1.0$"),
+        ({"alpha": "3"}, "^alpha must be a positive finite number; got '3'$"),
+        ({"binary": 1}, "^binary must be True or False; got 1$"),
+        ({"idf": "no"}, "^idf must be True or False; got 'no'$"),
+        (
+            {"quantizer": ""},
+            "^quantizer must be 'Flat' or a faiss index_factory string",
+        ),
     ],
 )
 def test_bad_kernel_parameters_are_refused(arguments, message):

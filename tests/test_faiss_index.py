@@ -200,7 +200,7 @@ def test_add_to_a_flat_index_equals_building_at_once(database, queries):
         ),
         ("PQ7", None, "faiss could not"),
         ("Flat", "nprobe=4", "faiss could not set 'nprobe=4' on 'Flat'"),
-        ("", None, "factory must be a faiss index_factory string"),
+        ("", None, "^factory must be None or a faiss index_factory string; got .."),
     ],
 )
 def test_what_faiss_refuses_is_one_line(database, factory, parameters, message):

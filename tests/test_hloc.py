@@ -261,14 +261,18 @@ def test_verification_keeps_each_extractor_s_strongest_keypoints(tmp_path, extra
         hloc_write_local(path, name, pred, as_half=True)
     sets = read_descriptor_file(path)
     found = count_inliers(
-        sets.keypoints_of(0), sets[0], sets.keypoints_of(1), sets[1], max_keypoints=40
+        sets.keypoints_of(0),
+        sets[0],
+        sets.keypoints_of(1),
+        sets[1],
+        verify_keypoints=40,
     )
     assert found >= 30
     in_file_order = [sets.keypoints_of(t).copy() for t in (0, 1)]
     for keypoints in in_file_order:
         keypoints[:, 2] = 0
     unordered = count_inliers(
-        in_file_order[0], sets[0], in_file_order[1], sets[1], max_keypoints=40
+        in_file_order[0], sets[0], in_file_order[1], sets[1], verify_keypoints=40
     )
     assert unordered < 12
 

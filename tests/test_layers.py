@@ -254,7 +254,7 @@ def test_the_private_import_reader_sees_every_kind_of_import():
         "import vlad\nimport vlad.core._files as files\nfrom vlad import _info\n"
         "from vlad.search import rerank_spatially, _matching\n"
         "from vlad.core.aggregators._segments import image_of_rows\n"
-        "from vlad.search._spatial import x\nfrom benchmarks import _x\n"
+        "from vlad.verification._spatial import x\nfrom benchmarks import _x\n"
         "def f():\n    from vlad.pipeline._cluster import dask_client\n"
         "from vlad.evaluation import evaluate\n"
         "n = len(vlad.images._files.find_images('x'))\nv = vlad.__version__\n"
@@ -265,7 +265,7 @@ def test_the_private_import_reader_sees_every_kind_of_import():
         "3: vlad._info",
         "4: vlad.search._matching",
         "5: vlad.core.aggregators._segments",
-        "6: vlad.search._spatial",
+        "6: vlad.verification._spatial",
         "9: vlad.pipeline._cluster",
         "11: vlad.images._files",
     ]

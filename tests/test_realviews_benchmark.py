@@ -926,10 +926,10 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
     ("option", "message"),
     [
         (["--ratio", "1.5"], r"ratio must be a number in \(0, 1\]; got 1.5"),
-        (["--min-inliers", "0"], "min_inliers must be an integer >= 1; got 0"),
+        (["--min-inliers", "0"], "--min-inliers must be"),
         (
             ["--verify-keypoints", "5"],
-            r"max_keypoints must be 0 \(every keypoint\) or an integer >= 8; got 5",
+            "verify_keypoints must be None, 0 .every keypoint. or",
         ),
     ],
 )

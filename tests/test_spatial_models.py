@@ -264,9 +264,12 @@ def test_fundamental_inliers_do_not_depend_on_opencvs_random_state(matching):
 def test_unknown_matching_is_refused():
     points = np.zeros((3, 2))
     descriptors = np.eye(3, 8, dtype=np.float32)
-    with pytest.raises(ValueError, match="^Unknown matching 'best'; expected one of"):
+    message = (
+        r"^matching must be one of \['mutual', 'mutual\+ratio', 'ratio'\]; got 'best'$"
+    )
+    with pytest.raises(ValueError, match=message):
         inlier_matches(points, descriptors, points, descriptors, matching="best")
-    with pytest.raises(ValueError, match="^Unknown matching 'best'; expected one of"):
+    with pytest.raises(ValueError, match=message):
         match_descriptors(descriptors, descriptors, matching="best")
 
 
@@ -284,14 +287,14 @@ def test_the_largest_keypoints_are_matched_and_reported_as_rows_of_all():
     query_keypoints = with_sizes(query_keypoints, truth[:, 0])
     keypoints = with_sizes(keypoints, truth[:, 1])
     pairs = inlier_matches(
-        query_keypoints, query, keypoints, descriptors, max_keypoints=120
+        query_keypoints, query, keypoints, descriptors, verify_keypoints=120
     )
     # Rows of the keypoints given, not of the 120 kept.
     assert {tuple(pair) for pair in pairs.tolist()} == {
         tuple(pair) for pair in truth.tolist()
     }
     everything = inlier_matches(
-        query_keypoints, query, keypoints, descriptors, max_keypoints=None
+        query_keypoints, query, keypoints, descriptors, verify_keypoints=None
     )
     assert len(everything) >= len(pairs)
     # Keypoints without sizes are all kept.
@@ -301,17 +304,46 @@ def test_the_largest_keypoints_are_matched_and_reported_as_rows_of_all():
             query,
             keypoints[:, :2],
             descriptors,
-            max_keypoints=8,
+            verify_keypoints=8,
         ),
         everything,
     )
 
 
-@pytest.mark.parametrize("max_keypoints", [0, 7, 2.5, True])
-def test_max_keypoints_below_a_sample_is_refused(max_keypoints):
+@pytest.mark.parametrize("verify_keypoints", [-1, 1, 7, 2.5, True])
+def test_verify_keypoints_below_a_sample_is_refused(verify_keypoints):
     points = np.zeros((3, 2))
     descriptors = np.eye(3, 8, dtype=np.float32)
-    with pytest.raises(ValueError, match="^max_keypoints must be None or an integer"):
+    message = (
+        r"^verify_keypoints must be None, 0 \(every keypoint\) or an integer >= 8; "
+        f"got {verify_keypoints!r}$"
+    )
+    with pytest.raises(ValueError, match=message):
         inlier_matches(
-            points, descriptors, points, descriptors, max_keypoints=max_keypoints
+            points, descriptors, points, descriptors, verify_keypoints=verify_keypoints
         )
+
+
+def test_verify_keypoints_0_matches_every_keypoint_as_none_does():
+    points = scene_points(60, 5)
+    views = two_views(points, 5)[:4]
+    assert np.array_equal(
+        inlier_matches(*views, verify_keypoints=0),
+        inlier_matches(*views, verify_keypoints=None),
+    )
+
+
+def test_max_keypoints_is_the_deprecated_name_of_verify_keypoints():
+    points = scene_points(120, 11)
+    query_keypoints, query, keypoints, descriptors, truth = two_views(points, 11)
+    query_keypoints = with_sizes(query_keypoints, truth[:, 0])
+    keypoints = with_sizes(keypoints, truth[:, 1])
+    views = (query_keypoints, query, keypoints, descriptors)
+    with pytest.warns(DeprecationWarning, match="max_keypoints was renamed"):
+        old = inlier_matches(*views, max_keypoints=120)
+    assert np.array_equal(old, inlier_matches(*views, verify_keypoints=120))
+    # The value reaches verify_keypoints' check.
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="^verify_k"):
+        inlier_matches(*views, max_keypoints=7)
+    with pytest.raises(TypeError, match="give verify_keypoints only"):
+        inlier_matches(*views, max_keypoints=120, verify_keypoints=120)

@@ -162,7 +162,7 @@ def test_settings_left_none_follow_the_descriptors(metadata, preset):
         depth=settings.depth,
         ratio=settings.ratio,
         min_inliers=settings.min_inliers,
-        max_keypoints=settings.max_keypoints,
+        verify_keypoints=settings.max_keypoints,
         n_jobs=1,
     )
     assert found.rankings() == explicit.rankings()
@@ -194,7 +194,7 @@ def test_settings_left_none_follow_the_descriptors(metadata, preset):
 def test_settings_given_are_kept_and_recorded_as_given():
     sets = scene({"extractor": "aliked"})
     found = rerank_spatially(
-        ranked(sets), sets, sets, min_inliers=20, max_keypoints=0, n_jobs=1
+        ranked(sets), sets, sets, min_inliers=20, verify_keypoints=0, n_jobs=1
     )
     recorded = found.record["spatial_verification"]
     assert recorded["settings_from"] == {
@@ -218,7 +218,7 @@ def test_settings_given_are_kept_and_recorded_as_given():
         depth=50,
         ratio=0.9,
         min_inliers=20,
-        max_keypoints=None,
+        verify_keypoints=None,
     )
     assert list(found[0].names) == [sets.names[row] for row in ranking]
     np.testing.assert_array_equal(found[0].inliers, inliers)
@@ -243,7 +243,7 @@ def test_an_unknown_extractor_takes_the_defaults_and_says_so():
     )
     (note,) = found.notes
     assert note.startswith(
-        "spatial verification took depth, min_inliers, max_keypoints from the "
+        "spatial verification took depth, min_inliers, verify_keypoints from the "
         "defaults, measured on SIFT"
     )
     assert "'disk'" in note and "\n" not in note
@@ -255,7 +255,7 @@ def test_an_unknown_extractor_takes_the_defaults_and_says_so():
         depth=20,
         ratio=0.9,
         min_inliers=12,
-        max_keypoints=1024,
+        verify_keypoints=1024,
         n_jobs=1,
     )
     assert not given.notes
@@ -275,11 +275,18 @@ def test_queries_and_database_of_two_extractors_are_refused():
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"max_keypoints": 5}, "max_keypoints must be 0 .every keypoint. or an"),
-        ({"max_keypoints": -1}, "max_keypoints must be 0"),
-        ({"max_keypoints": None, "preset": "nothing"}, "Unknown verification preset"),
-        ({"min_inliers": 0}, "min_inliers must be an integer >= 1"),
-        ({"depth": -1}, "depth must be an integer >= 0"),
+        (
+            {"verify_keypoints": 5},
+            r"^verify_keypoints must be None, 0 \(every keypoint\) or an integer >= 8; "
+            "got 5$",
+        ),
+        ({"verify_keypoints": -1}, "^verify_keypoints must be None, 0"),
+        (
+            {"verify_keypoints": None, "preset": "nothing"},
+            "Unknown verification preset",
+        ),
+        ({"min_inliers": 0}, "^min_inliers must be an integer >= 1; got 0$"),
+        ({"depth": -1}, "^depth must be None or an integer >= 0; got -1$"),
         ({"ratio": 1.5}, "ratio"),
     ],
 )

@@ -57,7 +57,7 @@ def test_it_equals_a_plain_loop_over_the_queries(sets, index):
 def test_it_makes_the_three_calls_with_its_settings(sets, index):
     """Every image by default, the verification settings passed on, the
     second search with the same multiple assignment."""
-    settings = {"matching": "mutual", "max_keypoints": 0, "model": "affine"}
+    settings = {"matching": "mutual", "verify_keypoints": 0, "model": "affine"}
     results = search_verified(
         index,
         sets,
@@ -119,7 +119,7 @@ def test_an_index_folder_searched_as_vlad_search_does_gives_the_same(
         {"depth": -1},
         {"min_inliers": 0},
         {"verification": {"ratio": 1.5}},
-        {"verification": {"max_keypoints": 5}},
+        {"verification": {"verify_keypoints": 5}},
         {"verification": {"matching": "nearest"}},
         {"verification": {"model": "projective"}},
         {"verification": {"reprojection_threshold": 0}},
@@ -165,8 +165,8 @@ def test_misuse_is_refused_in_one_line(sets, index):
 @pytest.mark.parametrize(
     "settings",
     [
-        {"depth": 0, "min_inliers": 1, "max_keypoints": 8},
-        {"ratio": 1.0, "matching": "ratio", "max_keypoints": 0},
+        {"depth": 0, "min_inliers": 1, "verify_keypoints": 8},
+        {"ratio": 1.0, "matching": "ratio", "verify_keypoints": 0},
         {"model": "affine", "reprojection_threshold": 2.5, "preset": "aliked"},
         {},
     ],

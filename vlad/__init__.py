@@ -44,7 +44,12 @@ if TYPE_CHECKING:
         stack_vocabularies,
     )
     from vlad.core.aggregators import AGGREGATORS, aggregate, available_aggregators
-    from vlad.errors import VladError
+    from vlad.errors import (
+        ParameterError,
+        ParameterTypeError,
+        VladError,
+        VladTypeError,
+    )
     from vlad.estimators._encoder import VLADEncoder
     from vlad.estimators._feature_extractor import FeatureExtractor
     from vlad.estimators._sift_extractor import SIFTExtractor

@@ -113,7 +113,7 @@ SPATIAL_04 = {
     "ratio": 0.8,
     "model": "affine",
     "min_inliers": 8,
-    "max_keypoints": 0,
+    "verify_keypoints": 0,
 }
 #: The matching of ``vlad search --rerank spatial``.
 LIBRARY_MATCHING = "mutual+ratio"
@@ -148,7 +148,7 @@ class Prepared:
         fitted and saved there once, loaded afterwards.
     verification : dict
         Settings of :func:`vlad.verification.rerank_spatially` (``matching``,
-        ``ratio``, ``min_inliers``, ``max_keypoints``, 0 for every keypoint)
+        ``ratio``, ``min_inliers``, ``verify_keypoints``, 0 for every keypoint)
         for the variants that verify as ``vlad search --rerank spatial``
         does; those left out suit the descriptors (:attr:`preset`). vlad
         0.4's verification (``spatial-0.4-N``) keeps its own.
@@ -368,7 +368,7 @@ def verification_name(
     'asmk-spatial-50-qe-mutual-min20'
     >>> verification_name("spatial-0.4-20", {"matching": "mutual"}, sift)
     'spatial-0.4-20'
-    >>> verification_name("spatial-20", {"max_keypoints": 0, "ratio": 0.95}, sift)
+    >>> verification_name("spatial-20", {"verify_keypoints": 0, "ratio": 0.95}, sift)
     'spatial-20-ratio0.95-kpall'
     >>> verification_name("spatial-20", {"ratio": 0.9}, VERIFICATION_PRESETS["aliked"])
     'spatial-20'
@@ -380,7 +380,7 @@ def verification_name(
         key: value
         for key, value in verification.items()
         if value != defaults[key]
-        and not (key == "max_keypoints" and value == 0 and defaults[key] is None)
+        and not (key == "verify_keypoints" and value == 0 and defaults[key] is None)
     }
     if "matching" in changed:
         name += f"-{changed['matching']}"
@@ -388,8 +388,8 @@ def verification_name(
         name += f"-ratio{changed['ratio']:g}"
     if "min_inliers" in changed:
         name += f"-min{changed['min_inliers']}"
-    if "max_keypoints" in changed:
-        keypoints = changed["max_keypoints"]
+    if "verify_keypoints" in changed:
+        keypoints = changed["verify_keypoints"]
         name += f"-kp{keypoints or 'all'}"
     return name
 
@@ -551,7 +551,7 @@ def search_asmk_expanded(
                 key: settings[key]
                 for key in ("matching", "model", "ratio", "min_inliers")
             },
-            max_keypoints=settings["max_keypoints"],
+            verify_keypoints=settings["verify_keypoints"],
         )
         first += [
             sets.names[int(found)] for found in ranking[inliers >= prepared.min_inliers]
@@ -827,7 +827,7 @@ def verification_settings(arguments: argparse.Namespace) -> dict:
     if arguments.min_inliers is not None:
         settings["min_inliers"] = arguments.min_inliers
     if arguments.verify_keypoints is not None:
-        settings["max_keypoints"] = arguments.verify_keypoints
+        settings["verify_keypoints"] = arguments.verify_keypoints
     check_verification(**settings)
     if settings["matching"] == LIBRARY_MATCHING:
         del settings["matching"]

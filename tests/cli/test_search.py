@@ -14,6 +14,7 @@ import pytest
 from photos import DATA, PHOTOS
 
 import vlad
+from vlad.core._parameters import VERIFY_KEYPOINTS
 from vlad.errors import VladError
 from vlad.formats._vectors import load_vectors
 from vlad.search import QueryExpansion, load_index, read_rankings
@@ -213,8 +214,13 @@ def test_spatial_reranking_counts_inliers_as_the_library_does(
     )  # fmt: skip
     (plain,) = read_rankings(tmp_path / "plain.json").values()
     candidates = np.array([database.names.index(name) for name in plain])
+    # The record keeps the keypoint cap under its former name.
+    arguments = {
+        "verify_keypoints" if key == "max_keypoints" else key: value
+        for key, value in settings.items()
+    }
     ranking, inliers = spatial_rerank(
-        query.keypoints_of(0), query[0], candidates, database, depth=3, **settings
+        query.keypoints_of(0), query[0], candidates, database, depth=3, **arguments
     )
     assert [hit["name"] for hit in hits] == [database.names[row] for row in ranking]
     assert [hit["inliers"] for hit in hits] == inliers.tolist()
@@ -368,10 +374,10 @@ def test_multiple_assignment_is_refused_for_a_vlad_index(built):
 
 def test_verify_keypoints_takes_what_the_library_takes(built):
     """Each value is refused by the option, naming it, exactly when the
-    library refuses its ``max_keypoints`` (0 meaning None)."""
+    library refuses its ``verify_keypoints``, with the library's message."""
     for value in range(-2, 3 * SMALLEST_MAX_KEYPOINTS):
         try:
-            _check_max_keypoints(value or None)
+            _check_max_keypoints(value)
             library_takes = True
         except VladError:
             library_takes = False
@@ -385,8 +391,8 @@ def test_verify_keypoints_takes_what_the_library_takes(built):
         else:
             usage_error(
                 result,
-                "Invalid value for '--verify-keypoints': must be 0 (every "
-                f"keypoint) or an integer >= {SMALLEST_MAX_KEYPOINTS}; got {value}",
+                "Invalid value for '--verify-keypoints': "
+                + VERIFY_KEYPOINTS.message(value),
             )
 
 

@@ -93,7 +93,7 @@ def test_aliked_s_settings_without_flags(features):
     assert set(recorded["settings_from"].values()) == {"aliked"}
     assert "warning" not in result.stderr.lower()
     *_, expected = library(
-        features, path, depth=50, ratio=0.9, min_inliers=12, max_keypoints=1024
+        features, path, depth=50, ratio=0.9, min_inliers=12, verify_keypoints=1024
     )
     assert read_rankings(features / "results.json") == expected.rankings()
     hits = document["queries"][0]["results"]
@@ -124,7 +124,7 @@ def test_flags_override_the_descriptors_settings(features):
     )
     assert recorded["max_keypoints"] is None
     *_, expected = library(
-        features, path, depth=5, ratio=0.8, min_inliers=20, max_keypoints=0
+        features, path, depth=5, ratio=0.8, min_inliers=20, verify_keypoints=0
     )
     assert read_rankings(features / "results.json") == expected.rankings()
 

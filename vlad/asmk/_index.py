@@ -20,9 +20,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from vlad.asmk._descriptors import check_same_descriptors
-from vlad.asmk._kernel import check_kernel_parameters, code_dtype, code_width
+from vlad.asmk._kernel import (
+    check_settings,
+    code_dtype,
+    code_width,
+)
 from vlad.asmk._parts import new_segment, parts_record
-from vlad.asmk._quantizer import EXACT, WordQuantizer
+from vlad.asmk._quantizer import WordQuantizer
 from vlad.asmk._scoring import search_queries
 from vlad.asmk._segments import (
     ASMKSegment,
@@ -32,8 +36,18 @@ from vlad.asmk._segments import (
 from vlad.asmk._weights import IndexWeights, index_weights
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._parameters import (
+    ALPHA,
+    BINARY,
+    IDF,
+    N_JOBS,
+    QUANTIZER,
+    QUANTIZER_PARAMETERS,
+    THRESHOLD,
+    K,
+)
 from vlad.core._validation import check_finite
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.images._extractors import check_same_kind
 from vlad.search._results import SearchResults
 
@@ -103,13 +117,13 @@ class ASMKIndex:
         entry_images: np.ndarray,
         codes: np.ndarray,
         *,
-        binary: bool = True,
-        alpha: float = 3.0,
-        threshold: float = 0.0,
-        idf: bool = False,
+        binary: bool = BINARY.default,
+        alpha: float = ALPHA.default,
+        threshold: float = THRESHOLD.default,
+        idf: bool = IDF.default,
         source: dict | None = None,
-        quantizer: str = EXACT,
-        quantizer_parameters: str | None = None,
+        quantizer: str = QUANTIZER.default,
+        quantizer_parameters: str | None = QUANTIZER_PARAMETERS.default,
     ):
         self.codebook = codebook
         self.names = list(names)
@@ -132,13 +146,13 @@ class ASMKIndex:
         names: Sequence[str],
         segments: Sequence[ASMKSegment],
         *,
-        binary: bool = True,
-        alpha: float = 3.0,
-        threshold: float = 0.0,
-        idf: bool = False,
+        binary: bool = BINARY.default,
+        alpha: float = ALPHA.default,
+        threshold: float = THRESHOLD.default,
+        idf: bool = IDF.default,
         source: dict | None = None,
-        quantizer: str = EXACT,
-        quantizer_parameters: str | None = None,
+        quantizer: str = QUANTIZER.default,
+        quantizer_parameters: str | None = QUANTIZER_PARAMETERS.default,
     ) -> ASMKIndex:
         """An index of posting lists made elsewhere, segment after segment.
 
@@ -167,7 +181,9 @@ class ASMKIndex:
         docs/asmk.md (Segments: adding images and merging) has an example.
         """
         names = list(names)
-        alpha, threshold = check_kernel_parameters(alpha, threshold)
+        binary, alpha, threshold, idf, quantizer, quantizer_parameters = check_settings(
+            binary, alpha, threshold, idf, quantizer, quantizer_parameters
+        )
         check_segments(
             segments,
             codebook.n_clusters,
@@ -348,11 +364,11 @@ class ASMKIndex:
     def search(
         self,
         query_sets,
-        k: int = 10,
+        k: int = K.default,
         *,
         multiple_assignment: int | None = None,
         query_names: Sequence[str] | None = None,
-        n_jobs: int | None = None,
+        n_jobs: int | None = N_JOBS.default,
     ) -> SearchResults:
         """The ``k`` best images of each query.
 
@@ -483,12 +499,12 @@ def build_asmk_index(
     codebook: Codebook,
     *,
     names: Sequence[str] | None = None,
-    binary: bool = True,
-    alpha: float = 3.0,
-    threshold: float = 0.0,
-    idf: bool = False,
-    quantizer: str = EXACT,
-    quantizer_parameters: str | None = None,
+    binary: bool = BINARY.default,
+    alpha: float = ALPHA.default,
+    threshold: float = THRESHOLD.default,
+    idf: bool = IDF.default,
+    quantizer: str = QUANTIZER.default,
+    quantizer_parameters: str | None = QUANTIZER_PARAMETERS.default,
 ) -> ASMKIndex:
     """Index images' local descriptors for search by ASMK (or ASMK*).
 
@@ -537,13 +553,17 @@ def build_asmk_index(
     (('b.jpg', 'a.jpg'), [1.0, 0.707])
     """
     if not isinstance(codebook, Codebook):
-        raise TypeError(f"codebook must be a Codebook; got {type(codebook).__name__}")
+        raise VladTypeError(
+            f"codebook must be a Codebook; got {type(codebook).__name__}"
+        )
     if codebook.n_vocabularies > 1 or codebook.metric != "euclidean":
         raise VladError(
             "ASMK takes a codebook of one Euclidean vocabulary; got "
             f"{codebook.n_vocabularies} vocabularies, metric {codebook.metric!r}"
         )
-    alpha, threshold = check_kernel_parameters(alpha, threshold)
+    binary, alpha, threshold, idf, quantizer, quantizer_parameters = check_settings(
+        binary, alpha, threshold, idf, quantizer, quantizer_parameters
+    )
     descriptor_record = parts_record(descriptor_sets)
     check_same_kind(descriptor_record, codebook)
     index = ASMKIndex(

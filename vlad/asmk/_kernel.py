@@ -27,12 +27,20 @@ import numpy as np
 import scipy.sparse
 
 from vlad.core._nearest import nearest_valid
-from vlad.errors import VladError
+from vlad.core._parameters import (
+    ALPHA,
+    BINARY,
+    IDF,
+    QUANTIZER,
+    QUANTIZER_PARAMETERS,
+    THRESHOLD,
+)
 
 __all__ = [
     "aggregate_residuals",
     "binary_similarities",
     "check_kernel_parameters",
+    "check_settings",
     "code_dtype",
     "code_width",
     "encode_residuals",
@@ -237,23 +245,36 @@ def selectivity(similarities: np.ndarray, alpha: float, threshold: float) -> np.
 
 
 def check_kernel_parameters(alpha, threshold) -> tuple[float, float]:
-    """``alpha`` (positive, finite) and ``threshold`` (in ``[-1, 1)``) as floats.
+    """``alpha`` (positive, finite) and ``threshold`` (in ``[-1, 1)``) as
+    floats, by their specification (:data:`vlad.core._parameters.ALPHA`,
+    :data:`~vlad.core._parameters.THRESHOLD`).
 
     Raises
     ------
-    TypeError, ValueError
+    vlad.errors.ParameterTypeError, vlad.errors.ParameterError
         Not numbers, or out of range.
     """
-    values = []
-    for value, name in ((alpha, "alpha"), (threshold, "threshold")):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-            raise TypeError(f"{name} must be a number; got {value!r}")
-        values.append(float(value))
-    if not (values[0] > 0 and np.isfinite(values[0])):
-        raise VladError(f"alpha must be positive and finite; got {alpha!r}")
-    if not -1.0 <= values[1] < 1.0:
-        raise VladError(f"threshold must be in [-1, 1); got {threshold!r}")
-    return values[0], values[1]
+    return ALPHA.check(alpha), THRESHOLD.check(threshold)
+
+
+def check_settings(
+    binary, alpha, threshold, idf, quantizer, quantizer_parameters
+) -> tuple[bool, float, float, bool, str, str | None]:
+    """An ASMK index's settings, checked by their specification
+    (:data:`vlad.core._parameters.ASMK_PARAMETERS`), in the order given.
+
+    Raises
+    ------
+    vlad.errors.ParameterTypeError, vlad.errors.ParameterError
+        A value of the wrong type, or out of range.
+    """
+    return (
+        BINARY.check(binary),
+        *check_kernel_parameters(alpha, threshold),
+        IDF.check(idf),
+        QUANTIZER.check(quantizer),
+        QUANTIZER_PARAMETERS.check(quantizer_parameters),
+    )
 
 
 def code_width(n_features: int, binary: bool) -> int:

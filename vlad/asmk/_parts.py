@@ -14,7 +14,7 @@ import numpy as np
 from vlad.asmk._kernel import aggregate_residuals, encode_residuals
 from vlad.asmk._segments import ASMKSegment, segment_from_entries
 from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "checked_names",
@@ -90,7 +90,7 @@ def checked_names(names, count: int, first: int) -> list[str]:
     if names is None:
         return [str(first + position) for position in range(count)]
     if isinstance(names, str):
-        raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
+        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
     names = [str(name) for name in names]
     if len(names) != count:
         raise VladError(f"{len(names)} names for {count} images")

@@ -23,7 +23,7 @@ import contextlib
 import numpy as np
 
 from vlad.asmk._kernel import word_quantizer
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.search._faiss_store import require_faiss
 
 __all__ = ["EXACT", "WordQuantizer"]
@@ -62,7 +62,7 @@ class WordQuantizer:
                 f"got {factory!r}"
             )
         if parameters is not None and not isinstance(parameters, str):
-            raise TypeError(
+            raise VladTypeError(
                 f"quantizer_parameters must be a str or None; got {parameters!r}"
             )
         self.centers = np.ascontiguousarray(centers, dtype=np.float32)

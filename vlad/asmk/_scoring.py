@@ -29,7 +29,7 @@ from vlad.asmk._segments import ASMKSegment, segment_lists
 from vlad.asmk._weights import IndexWeights
 from vlad.backends.numba import asmk_kernels
 from vlad.core._parallel import resolve_n_jobs, run_ranges
-from vlad.core._validation import check_positive_int
+from vlad.core._parameters import MULTIPLE_ASSIGNMENT, K
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
 __all__ = [
@@ -179,7 +179,7 @@ def search_queries(
 ) -> SearchResults:
     """:meth:`vlad.asmk.ASMKIndex.search` of ``index``."""
     n_threads = resolve_n_jobs(n_jobs)
-    k = check_positive_int(k, "k")
+    k = K.check(k)
     n_nearest = words_per_descriptor(index, multiple_assignment)
     statistics = index._statistics_now()
     stored = statistics.stored
@@ -223,7 +223,7 @@ def words_per_descriptor(index, multiple_assignment: int | None) -> int:
     if multiple_assignment is None:
         multiple_assignment = index.default_multiple_assignment
     return min(
-        check_positive_int(multiple_assignment, "multiple_assignment"),
+        MULTIPLE_ASSIGNMENT.check(multiple_assignment),
         index.n_words,
     )
 

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from vlad.core._codebook import Codebook, as_centers
 from vlad.core._options import EncodingOptions
+from vlad.errors import VladTypeError
 
 __all__ = ["DeviceEncoder"]
 
@@ -51,7 +52,7 @@ class DeviceEncoder(ABC):
             self.backend, type(self).__name__
         )
         if not isinstance(keep_on_device, (bool, np.bool_)):
-            raise TypeError(
+            raise VladTypeError(
                 f"keep_on_device must be True or False; got {keep_on_device!r}"
             )
         self._import_runtime()

@@ -9,8 +9,18 @@ from pathlib import Path
 import click
 
 from vlad._extras import install_command
-from vlad.cli._options import overwrite_option, verbosity_options
+from vlad.cli._options import overwrite_option, spec_option, verbosity_options
 from vlad.cli._reporting import count, library_errors
+from vlad.core._parameters import (
+    ALPHA,
+    BINARY,
+    FACTORY,
+    IDF,
+    QUANTIZER,
+    QUANTIZER_PARAMETERS,
+    SEARCH_PARAMETERS,
+    THRESHOLD,
+)
 from vlad.pipeline._index_build import write_index
 
 __all__ = ["index"]
@@ -32,6 +42,11 @@ _ASMK_ONLY = (
     "merge",
     "resume",
 )
+
+
+def _with_asmk(help: str) -> str:
+    """The help of an option that only ``--method asmk`` reads."""
+    return f"With --method asmk: {help[0].lower()}{help[1:]}"
 
 
 @click.command(short_help="Index VLAD vectors (or descriptors, by ASMK) for search.")
@@ -58,16 +73,8 @@ _ASMK_ONLY = (
     help="Whitening power: 1 (alone: --whiten) whitens fully, 0 only projects. "
     "Default 1 with --pca.",
 )
-@click.option(
-    "--factory",
-    help="faiss index_factory string for approximate or compressed search, such "
-    f'as "IVF256,PQ32" or "HNSW32" (needs {install_command("faiss")}); default '
-    "exact search.",
-)
-@click.option(
-    "--parameters",
-    help='faiss search parameters kept with the index, such as "nprobe=16".',
-)
+@spec_option(FACTORY, help=f"{FACTORY.help} Needs {install_command('faiss')}.")
+@spec_option(SEARCH_PARAMETERS, help=f"{SEARCH_PARAMETERS.help} Kept with the index.")
 @click.option(
     "--augment",
     type=click.IntRange(min=0),
@@ -98,44 +105,14 @@ _ASMK_ONLY = (
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="With --method asmk: the visual words (kept in the index).",
 )
-@click.option(
-    "--binary/--full",
-    default=True,
-    show_default=True,
-    help="With --method asmk: keep the sign bits of each aggregated residual "
-    "(ASMK*, F/8 bytes a word) or the whole residual (ASMK, 4F bytes).",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(min=0.0, min_open=True),
-    default=3.0,
-    show_default=True,
-    help="With --method asmk: selectivity exponent of word similarities.",
-)
-@click.option(
-    "--threshold",
-    type=click.FloatRange(-1.0, 1.0, max_open=True),
-    default=0.0,
-    show_default=True,
-    help="With --method asmk: word similarities below it count 0.",
-)
-@click.option(
-    "--idf",
-    is_flag=True,
-    help="With --method asmk: weigh words by inverse document frequency.",
-)
-@click.option(
-    "--quantizer",
-    default="Flat",
-    show_default=True,
-    help="With --method asmk: how descriptors find their nearest words: Flat "
-    "(exact), or a faiss index_factory string over the words, such as HNSW32 "
-    "(approximate, faster with tens of thousands of words).",
-)
-@click.option(
-    "--quantizer-parameters",
-    help="With --method asmk: faiss search parameters of --quantizer, such as "
-    '"efSearch=64".',
+@spec_option(BINARY, "--binary/--full", help=_with_asmk(BINARY.help))
+@spec_option(ALPHA, help=_with_asmk(ALPHA.help))
+@spec_option(THRESHOLD, help=_with_asmk(THRESHOLD.help))
+@spec_option(IDF, is_flag=True, show_default=False, help=_with_asmk(IDF.help))
+@spec_option(QUANTIZER, help=_with_asmk(QUANTIZER.help))
+@spec_option(
+    QUANTIZER_PARAMETERS,
+    help=_with_asmk(QUANTIZER_PARAMETERS.help),
 )
 @click.option(
     "--append",

@@ -9,23 +9,29 @@ from pathlib import Path
 import click
 
 from vlad.cli._reporting import log_to_stderr
-from vlad.core._parallel import resolve_n_jobs
 from vlad.core._parameters import (
     ASSIGNMENT,
+    GEOMETRY,
+    INLIER_THRESHOLD,
     KERNEL_WIDTH,
+    MATCHING,
+    N_JOBS,
     N_NEAREST,
+    RATIO,
     RESIDUAL_NORM,
+    VERIFY_KEYPOINTS,
     Parameter,
 )
+from vlad.errors import ParameterError, VladError
 from vlad.images._extractors import FEATURES
 from vlad.images._learned import LEARNED_PARAMETERS, LearnedOptions, check_device
 from vlad.images._sift import DESCRIPTOR_PARAMETERS, SiftOptions
 
 __all__ = [
-    "KeypointCap",
     "SpecifiedChoice",
     "SpecifiedFloat",
     "SpecifiedInt",
+    "SpecifiedText",
     "deprecated_alias",
     "option_group",
     "assignment_options",
@@ -63,8 +69,14 @@ class _Specified:
                 pass
         try:
             return self.parameter.check(value)
-        except (TypeError, ValueError):
+        except ParameterError:
             self.fail(self.parameter.message(value), param, ctx)
+
+    def _describe_range(self) -> str:
+        """The range in ``--help``, with the values allowed outside it:
+        ``-1 or x>=1``."""
+        specials = [str(value) for value, _ in self.parameter.specials]
+        return " or ".join([*specials, super()._describe_range()])
 
 
 class SpecifiedInt(_Specified, click.IntRange):
@@ -92,25 +104,13 @@ class SpecifiedChoice(_Specified, click.Choice):
         super().__init__(parameter.choices)
 
 
-class KeypointCap(click.IntRange):
-    """A cap on keypoints: 0 for none, or an integer of at least ``smallest``;
-    the help shows ``0 or x>=SMALLEST``."""
+class SpecifiedText(_Specified, click.ParamType):
+    """A text option (a faiss string) checked by its :class:`Parameter`."""
 
-    def __init__(self, smallest: int):
-        super().__init__(min=smallest)
+    name = "text"
 
-    def convert(self, value, param, ctx):
-        number = click.INT.convert(value, param, ctx)
-        if number != 0 and number < self.min:
-            self.fail(
-                f"must be 0 (every keypoint) or an integer >= {self.min}; got {number}",
-                param,
-                ctx,
-            )
-        return number
-
-    def _describe_range(self) -> str:
-        return f"0 or x>={self.min}"
+    def __init__(self, parameter: Parameter):
+        self.parameter = parameter
 
 
 def _bounds(parameter: Parameter) -> dict:
@@ -139,6 +139,8 @@ def spec_option(parameter: Parameter, *decls: str, **attributes) -> Callable:
     settings = {"help": parameter.help, "default": parameter.default}
     if parameter.kind is not bool:
         kinds = {int: SpecifiedInt, float: SpecifiedFloat, str: SpecifiedChoice}
+        if parameter.kind is str and not parameter.choices:
+            kinds[str] = SpecifiedText
         settings["type"] = kinds[parameter.kind](parameter)
     if parameter.default is not None:
         settings["show_default"] = True
@@ -257,24 +259,7 @@ overwrite_option = click.option(
 )
 
 
-def _check_jobs(ctx, param, value: int | None) -> int | None:
-    try:
-        resolve_n_jobs(value)
-    except (TypeError, ValueError) as error:
-        raise click.BadParameter(str(error)) from None
-    return value
-
-
-jobs_option = click.option(
-    "-j",
-    "--jobs",
-    "n_jobs",
-    type=int,
-    default=None,
-    callback=_check_jobs,
-    show_default="all cores",
-    help="Images processed in parallel (-1: every core). Results do not depend on it.",
-)
+jobs_option = spec_option(N_JOBS, "-j", "--jobs", "n_jobs", show_default="all cores")
 
 
 def verbosity_options(command: Callable) -> Callable:
@@ -377,7 +362,7 @@ def _check_device(ctx, param, value: str | None) -> str | None:
     if value is not None:
         try:
             check_device(value)
-        except ValueError as error:
+        except VladError as error:
             raise click.BadParameter(str(error)) from None
     return value
 
@@ -389,50 +374,30 @@ def verification_options(
     ``--verify-keypoints``: how spatial verification pairs descriptors and
     which model it fits, gathered into one ``verification`` keyword (a dict of
     :func:`vlad.verification.inlier_matches`'s ``matching``, ``ratio``, ``model``,
-    ``reprojection_threshold`` and ``max_keypoints``).
+    ``reprojection_threshold`` and ``verify_keypoints``).
 
     With ``from_descriptors`` (``vlad search``), ``--ratio`` and
     ``--verify-keypoints`` default to None, "as suits the descriptors"
-    (:data:`vlad.verification.VERIFICATION_PRESETS`), ``--verify-keypoints 0`` gives
-    ``max_keypoints=0`` (every keypoint, as
-    :func:`vlad.verification.rerank_spatially` takes it), and
+    (:data:`vlad.verification.VERIFICATION_PRESETS`), and
     ``--verification-preset`` adds ``preset``. Without it (SIFT of images
-    only), they default to SIFT's settings and 0 gives None."""
-    from vlad.verification._matching import LOWE_RATIO
+    only), they default to SIFT's settings."""
     from vlad.verification._presets import VERIFICATION_PRESETS
-    from vlad.verification._spatial import (
-        EPIPOLAR_THRESHOLD,
-        GEOMETRIC_MODELS,
-        MATCHINGS,
-        MAX_KEYPOINTS,
-        POSITION_SIDE,
-        REPROJECTION_THRESHOLD,
-        SMALLEST_MAX_KEYPOINTS,
-    )
 
     names = ["matching", "ratio", "model", "reprojection_threshold", "verify_keypoints"]
-    ratio_help = (
-        "Lowe's ratio test of --matching ratio and mutual+ratio: lower keeps "
-        "fewer, more distinctive matches."
-    )
-    keypoints_help = (
-        "Match only each image's this many largest keypoints (hloc's: "
-        "strongest); 0 for all (vlad 0.4)."
-    )
     if from_descriptors:
-        ratio = click.option(
-            "--ratio",
-            type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+        ratio = spec_option(
+            RATIO,
             default=None,
-            help=ratio_help
+            show_default=False,
+            help=RATIO.help
             + " Learned descriptors need a higher one than SIFT."
             + preset_defaults("ratio", "{:g}".format),
         )
-        verify_keypoints = click.option(
-            "--verify-keypoints",
-            type=KeypointCap(SMALLEST_MAX_KEYPOINTS),
+        verify_keypoints = spec_option(
+            VERIFY_KEYPOINTS,
             default=None,
-            help=keypoints_help
+            show_default=False,
+            help=VERIFY_KEYPOINTS.help
             + preset_defaults("max_keypoints", lambda kept: f"{kept or 0}"),
         )
         presets = [
@@ -450,61 +415,23 @@ def verification_options(
         ]
         names.append("preset")
     else:
-        ratio = click.option(
-            "--ratio",
-            type=click.FloatRange(min=0.0, max=1.0, min_open=True),
-            default=LOWE_RATIO,
-            show_default=True,
-            help=ratio_help,
-        )
-        verify_keypoints = click.option(
-            "--verify-keypoints",
-            type=KeypointCap(SMALLEST_MAX_KEYPOINTS),
-            default=MAX_KEYPOINTS,
-            show_default=True,
-            callback=lambda ctx, param, value: value or None,
-            help=keypoints_help,
-        )
+        ratio = spec_option(RATIO)
+        verify_keypoints = spec_option(VERIFY_KEYPOINTS)
         presets = []
-    group = option_group(
+    return option_group(
         "verification",
         names,
         [
-            click.option(
-                "--matching",
-                type=click.Choice(sorted(MATCHINGS)),
-                default="mutual+ratio",
-                show_default=True,
-                help="How descriptors are paired: mutual nearest neighbours, "
-                "those that also pass Lowe's ratio test, or the ratio test "
-                "alone (vlad 0.4).",
-            ),
+            spec_option(MATCHING),
             ratio,
-            click.option(
-                "--geometry",
-                "model",
-                type=click.Choice(list(GEOMETRIC_MODELS)),
-                default="fundamental",
-                show_default=True,
-                help="The model that inliers fit: fundamental (a 3-D scene "
-                "from another viewpoint), homography (a plane), affine or "
-                "similarity (edited copies).",
-            ),
-            click.option(
-                "--inlier-threshold",
-                "reprojection_threshold",
-                type=click.FloatRange(min=0.0, min_open=True),
-                default=None,
-                help="Largest error of an inlier, in pixels of images scaled "
-                f"down to keypoints {POSITION_SIDE:g} pixels across (default: "
-                f"{EPIPOLAR_THRESHOLD:g} for fundamental, {REPROJECTION_THRESHOLD:g} "
-                "for the others).",
+            spec_option(GEOMETRY, "--geometry", "model"),
+            spec_option(
+                INLIER_THRESHOLD, "--inlier-threshold", "reprojection_threshold"
             ),
             verify_keypoints,
             *presets,
         ],
     )
-    return lambda command: group(_verify_keypoints_as_max_keypoints(command))
 
 
 def preset_defaults(field: str, show: Callable[[object], str]) -> str:
@@ -518,16 +445,3 @@ def preset_defaults(field: str, show: Callable[[object], str]) -> str:
         for name, settings in sorted(VERIFICATION_PRESETS.items())
     )
     return f" [default: as suits the descriptors: {values}]"
-
-
-def _verify_keypoints_as_max_keypoints(command: Callable) -> Callable:
-    """``command`` taking ``verification["verify_keypoints"]`` as the library's
-    ``max_keypoints`` (a name the descriptor options hold already)."""
-
-    @functools.wraps(command)
-    def wrapper(*args, verification: dict, **kwargs):
-        verification = dict(verification)
-        verification["max_keypoints"] = verification.pop("verify_keypoints")
-        return command(*args, verification=verification, **kwargs)
-
-    return wrapper

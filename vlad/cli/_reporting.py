@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from vlad.core._files import check_writable_folder
+from vlad.errors import VladError
 from vlad.formats._names import printable
 from vlad.images._learned import LearnedOptions
 from vlad.pipeline._batch import BatchReport
@@ -44,8 +45,11 @@ PROGRESS_LOG_SECONDS = 30
 #: What describes images without keypoints, for the commands that describe.
 DENSE_ADVICE = "--dense describes every image"
 
-#: Library errors that are the user's to fix: shown as one line, no traceback.
-USER_ERRORS = (ValueError, OSError, ImportError, MemoryError)
+#: Errors that are the user's to fix: shown as one line, no traceback. Only
+#: vlad's own ValueError and TypeError (VladError and its subclasses) are: a
+#: bare ValueError or TypeError, from NumPy, scikit-learn or vlad, is a bug and
+#: keeps its traceback.
+USER_ERRORS = (VladError, OSError, ImportError, MemoryError)
 
 
 class _StderrHandler(logging.Handler):

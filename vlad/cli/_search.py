@@ -10,10 +10,12 @@ import click
 
 from vlad.asmk._files import is_asmk_index
 from vlad.cli._options import (
+    SpecifiedInt,
     deprecated_alias,
     jobs_option,
     overwrite_option,
     preset_defaults,
+    spec_option,
     verbosity_options,
     verification_options,
 )
@@ -25,6 +27,13 @@ from vlad.cli._reporting import (
     name_list,
     progress_bar,
     report_skipped,
+)
+from vlad.core._parameters import (
+    DEPTH,
+    MIN_INLIERS,
+    MULTIPLE_ASSIGNMENT,
+    SEARCH_PARAMETERS,
+    K,
 )
 from vlad.formats._names import printable
 from vlad.pipeline._search_run import search_index
@@ -77,14 +86,7 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The index's codebook; needed when queries are images or descriptors.",
 )
-@click.option(
-    "--top",
-    "k",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Images per query.",
-)
+@spec_option(K, "--top", "k")
 @click.option(
     "-o",
     "--output",
@@ -116,20 +118,18 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     show_default=True,
     help="Weight of a neighbour is its similarity to this power (0: average QE).",
 )
-@click.option(
+@spec_option(
+    DEPTH,
     "--rerank-depth",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Results per query verified by --rerank spatial."
-    + preset_defaults("depth", str),
+    "rerank_depth",
+    help=DEPTH.help + preset_defaults("depth", str),
 )
 @verification_options(from_descriptors=True)
-@click.option(
-    "--min-inliers",
-    type=click.IntRange(min=1),
+@spec_option(
+    MIN_INLIERS,
     default=None,
-    help="Inliers that verify a result of --rerank spatial."
-    + preset_defaults("min_inliers", str),
+    show_default=False,
+    help=MIN_INLIERS.help + preset_defaults("min_inliers", str),
 )
 @click.option(
     "--expand-verified",
@@ -148,21 +148,13 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
     help="The index images' descriptors file from \"vlad extract\" or hloc's "
     "local features (.h5), with their keypoints, for --rerank spatial.",
 )
-@click.option(
-    "--parameters",
-    help='faiss search parameters for this search, such as "nprobe=32".',
-)
-@click.option(
-    "--multiple-assignment",
-    type=click.IntRange(min=1),
-    help="ASMK index: words each query descriptor is assigned to (its nearest). "
-    "[default: 5 for ASMK*, 3 for ASMK (--full)]",
-)
+@spec_option(SEARCH_PARAMETERS, help=f"{SEARCH_PARAMETERS.help} For this search.")
+@spec_option(MULTIPLE_ASSIGNMENT)
 @page_options(search=True)
 @jobs_option
 @overwrite_option
 @verbosity_options
-@deprecated_alias("-k", "--top", "k", "search", type=click.IntRange(min=1))
+@deprecated_alias("-k", "--top", "k", "search", type=SpecifiedInt(K))
 def search(
     index_folder: Path,
     queries: tuple[Path, ...],

@@ -25,7 +25,7 @@ from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._parallel import resolve_n_jobs
 from vlad.core._validation import as_float_matrix, check_finite, check_n_features
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["BLOCK_BYTES", "CodebookAdapter", "adapt_codebook"]
 
@@ -77,7 +77,7 @@ class CodebookAdapter:
 
     def __init__(self, codebook: Codebook, *, n_jobs: int | None = None):
         if not isinstance(codebook, Codebook):
-            raise TypeError(
+            raise VladTypeError(
                 f"codebook must be a Codebook; got {type(codebook).__name__}"
             )
         resolve_n_jobs(n_jobs)
@@ -271,7 +271,7 @@ def _blocks(descriptors) -> Iterator[np.ndarray]:
                 block = as_float_matrix(block, f"descriptors[{index}]")
             yield block
     else:
-        raise TypeError(
+        raise VladTypeError(
             "descriptors must be DescriptorSets, an array or an iterable of "
             f"arrays; got {type(descriptors).__name__}"
         )

@@ -40,7 +40,7 @@ from vlad.core._validation import (
     check_positive_int,
     check_seed,
 )
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "DEFAULT_N_CLUSTERS",
@@ -202,7 +202,7 @@ def _as_vocabulary_sizes(sizes, n_clusters: int) -> tuple[int, ...]:
     if sizes is None:
         return (n_clusters,)
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, np.ndarray)):
-        raise TypeError(
+        raise VladTypeError(
             f"vocabulary_sizes must be a sequence of positive integers; got {sizes!r}"
         )
     checked = tuple(check_positive_int(size, "vocabulary_sizes") for size in sizes)

@@ -15,7 +15,7 @@ from vlad.core._files import (
     save_record_archive,
 )
 from vlad.core._validation import as_float_matrix, as_offsets, as_record, check_finite
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["DescriptorSets", "FORMAT_VERSION", "KEYPOINT_FIELDS", "as_descriptor_sets"]
 
@@ -345,7 +345,7 @@ class DescriptorSets:
         try:
             t = range(len(self))[operator.index(index)]
         except TypeError:
-            raise TypeError(
+            raise VladTypeError(
                 f"descriptor sets are indexed by an integer image index; "
                 f"got {type(index).__name__}"
             ) from None
@@ -367,7 +367,7 @@ def _as_keypoints(keypoints: ArrayLike, n_descriptors: int) -> np.ndarray:
     """``keypoints`` as a C-contiguous float32 ``(n_descriptors, 4)`` array."""
     array = np.asarray(keypoints)
     if array.dtype.kind not in "fiub":
-        raise TypeError(
+        raise VladTypeError(
             f"keypoints must hold real numbers; got an array of dtype {array.dtype}"
         )
     if array.shape != (n_descriptors, len(KEYPOINT_FIELDS)):
@@ -396,7 +396,7 @@ def _stack_keypoints(blocks: Sequence[ArrayLike], lengths: list[int]) -> np.ndar
         if block.ndim == 1 and block.size == 0:
             block = block.reshape(0, len(KEYPOINT_FIELDS))
         if block.dtype.kind not in "fiub":
-            raise TypeError(
+            raise VladTypeError(
                 f"keypoint block {index} must hold real numbers; "
                 f"got an array of dtype {block.dtype}"
             )
@@ -429,7 +429,7 @@ def as_descriptor_sets(
         return DescriptorSets(descriptors, offsets)
     if isinstance(values, (list, tuple)):
         return DescriptorSets.from_list(values)
-    raise TypeError(
+    raise VladTypeError(
         "descriptor sets must be a DescriptorSets, a list of (L, F) arrays or a "
         f"(T, L, F) array; got {type(values).__name__}"
     )

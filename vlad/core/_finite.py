@@ -19,7 +19,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "SAFE_MAGNITUDE",
@@ -36,7 +36,7 @@ __all__ = [
 R = TypeVar("R")
 
 
-class DistanceOverflowError(ValueError):
+class DistanceOverflowError(VladError):
     """Squared distances overflowed although the descriptors are finite."""
 
 
@@ -220,7 +220,7 @@ def check_residuals(
     """
     array = np.asarray(residuals)
     if array.dtype.kind not in "fiub":
-        raise TypeError(
+        raise VladTypeError(
             f"aggregator {aggregator} must return real numbers; got dtype {array.dtype}"
         )
     if array.shape != shape:

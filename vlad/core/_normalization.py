@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike
 
 from vlad.core._finite import largest_magnitude, scale_exponent
 from vlad.core._validation import check_finite, check_power
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["NORM_FLOOR", "normalize", "normalize_in_place"]
 
@@ -91,11 +91,13 @@ def normalize(
             f"got shape {array.shape}"
         )
     if array.dtype.kind not in "fiu":
-        raise TypeError(f"residuals must hold real numbers; got dtype {array.dtype}")
+        raise VladTypeError(
+            f"residuals must hold real numbers; got dtype {array.dtype}"
+        )
     power = check_power(power)
     for name, flag in (("intra", intra), ("l2", l2)):
         if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False; got {flag!r}")
+            raise VladTypeError(f"{name} must be True or False; got {flag!r}")
     dtype = np.float64 if array.dtype == np.float64 else np.float32
     vectors = np.array(array, dtype=dtype, order="C")
     check_finite(vectors, "residuals")
@@ -107,7 +109,7 @@ def normalize(
                 f"got shape {counts.shape}"
             )
         if counts.dtype.kind not in "iu":
-            raise TypeError(f"counts must hold integers; got dtype {counts.dtype}")
+            raise VladTypeError(f"counts must hold integers; got dtype {counts.dtype}")
         if counts.size and counts.min() < 0:
             raise VladError(f"counts must be >= 0; got a minimum of {counts.min()}")
     if intra or l2:

@@ -11,7 +11,7 @@ from vlad.core.aggregators import (
     check_aggregator_variant,
     resolve_aggregator,
 )
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["EncodingOptions"]
 
@@ -88,7 +88,7 @@ class EncodingOptions:
     >>> vlad.EncodingOptions(power=2)
     Traceback (most recent call last):
     ...
-    vlad.errors.VladError: power must be a number in (0, 1]; got 2
+    vlad.errors.ParameterError: power must be a number in (0, 1]; got 2
 
     Settings other than plain VLAD's are recorded too:
 
@@ -163,12 +163,12 @@ class EncodingOptions:
         if options is None:
             options = cls()
         elif not isinstance(options, cls):
-            raise TypeError(
+            raise VladTypeError(
                 f"options must be an EncodingOptions; got {type(options).__name__}"
             )
         unknown = sorted(set(settings) - set(cls._field_names()))
         if unknown:
-            raise TypeError(
+            raise VladTypeError(
                 f"unknown encoding setting(s) {', '.join(unknown)}; expected "
                 f"some of {', '.join(cls._field_names())}"
             )

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.core._parameters import N_JOBS
 
 __all__ = [
     "PARALLEL_MIN_WORK",
@@ -41,8 +41,6 @@ __all__ = [
 #: Below this many multiply-adds (descriptors x centres x features), handing
 #: work to threads costs more than it saves (measured on the essay's workload).
 PARALLEL_MIN_WORK = 1 << 27
-
-_N_JOBS_RULE = "n_jobs must be None, -1 (every core) or a positive integer"
 
 
 def workers_for(work: int, n_workers: int) -> int:
@@ -68,10 +66,10 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
 
     Raises
     ------
-    TypeError
+    vlad.errors.ParameterTypeError
         ``n_jobs`` is not an integer (``True`` is not one).
-    ValueError
-        ``n_jobs`` is 0 or below -1.
+    vlad.errors.ParameterError
+        ``n_jobs`` is 0 or below -1 (:data:`vlad.core._parameters.N_JOBS`).
 
     Examples
     --------
@@ -83,17 +81,12 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     >>> resolve_n_jobs(0)
     Traceback (most recent call last):
     ...
-    vlad.errors.VladError: n_jobs must be None, -1 (every core) or a positive...
+    vlad.errors.ParameterError: n_jobs must be None, -1 (every core) or an integer...
     """
-    if n_jobs is None:
+    n_jobs = N_JOBS.check(n_jobs)
+    if n_jobs is None or n_jobs == -1:
         return available_cores()
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)):
-        raise TypeError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
-    if n_jobs == -1:
-        return available_cores()
-    if n_jobs < 1:
-        raise VladError(f"{_N_JOBS_RULE}; got {n_jobs!r}")
-    return min(int(n_jobs), available_cores())
+    return min(n_jobs, available_cores())
 
 
 class SharedThreadLimit:

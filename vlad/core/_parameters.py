@@ -18,26 +18,46 @@ from typing import Any
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import ParameterError, ParameterTypeError, VladError
 
 __all__ = [
     "ALGORITHM",
+    "ALPHA",
+    "ASMK_PARAMETERS",
     "ASSIGNMENT",
     "BACKEND",
+    "BINARY",
+    "DEPTH",
     "ENCODING_PARAMETERS",
+    "FACTORY",
+    "GEOMETRY",
+    "IDF",
+    "INLIER_THRESHOLD",
     "INTRA",
+    "K",
     "KERNEL_WIDTH",
     "KMEANS_PARAMETERS",
     "L2",
     "MASS",
+    "MATCHING",
     "MAX_ITER",
+    "MIN_INLIERS",
+    "MULTIPLE_ASSIGNMENT",
     "N_CLUSTERS",
+    "N_JOBS",
     "N_NEAREST",
     "POWER",
     "Parameter",
+    "QUANTIZER",
+    "QUANTIZER_PARAMETERS",
+    "RATIO",
     "RESIDUAL_NORM",
     "SAMPLE",
+    "SEARCH_PARAMETERS",
     "SPHERICAL",
+    "THRESHOLD",
+    "VERIFICATION_PARAMETERS",
+    "VERIFY_KEYPOINTS",
 ]
 
 _CLOSED = ("both", "left", "right", "neither")
@@ -64,9 +84,15 @@ class Parameter:
     closed : {"both", "left", "right", "neither"}, default="both"
         Which of the bounds are allowed values.
     choices : tuple of str
-        The values of a ``str`` parameter.
+        The values of a ``str`` parameter; none for any non-empty string (a
+        faiss ``index_factory`` string, checked by faiss).
     none : bool, default=False
         Whether None is also allowed (a default decided elsewhere).
+    specials : tuple of (value, str) pairs
+        Values allowed outside the range, each with what it means:
+        ``((-1, "every core"),)``.
+    text : str, default="a non-empty string"
+        What a ``str`` parameter without choices holds, in words.
 
     Examples
     --------
@@ -78,7 +104,7 @@ class Parameter:
     >>> POWER.check(2)
     Traceback (most recent call last):
     ...
-    vlad.errors.VladError: power must be a number in (0, 1]; got 2
+    vlad.errors.ParameterError: power must be a number in (0, 1]; got 2
     """
 
     name: str
@@ -90,14 +116,16 @@ class Parameter:
     closed: str = "both"
     choices: tuple[str, ...] = ()
     none: bool = False
+    specials: tuple[tuple[Any, str], ...] = ()
+    text: str = "a non-empty string"
 
     def __post_init__(self):
         if self.kind not in (bool, int, float, str):
             raise TypeError(f"kind must be bool, int, float or str; got {self.kind!r}")
         if self.closed not in _CLOSED:
             raise VladError(f"closed must be one of {list(_CLOSED)}")
-        if (self.kind is str) != bool(self.choices):
-            raise VladError("a str parameter, and only one, has choices")
+        if self.choices and self.kind is not str:
+            raise VladError("only a str parameter has choices")
 
     @property
     def low_closed(self) -> bool:
@@ -113,12 +141,18 @@ class Parameter:
     def expectation(self) -> str:
         """What a value must be, in words: ``"an integer >= 1"``."""
         if self.kind is bool:
-            return "True, False or None" if self.none else "True or False"
-        if self.kind is str:
-            expected = f"one of {list(self.choices)}"
+            expected = "True or False"
+        elif self.kind is str:
+            expected = f"one of {list(self.choices)}" if self.choices else self.text
         else:
             expected = self._range_in_words()
-        return f"None or {expected}" if self.none else expected
+        alternatives = ["None"] if self.none else []
+        alternatives += [f"{value!r} ({meaning})" for value, meaning in self.specials]
+        if not alternatives:
+            return expected
+        if self.kind is bool:
+            return f"True, False or {' or '.join(alternatives)}"
+        return f"{', '.join(alternatives)} or {expected}"
 
     def _range_in_words(self) -> str:
         noun = "an integer" if self.kind is int else "a number"
@@ -167,30 +201,34 @@ class Parameter:
 
         Raises
         ------
-        TypeError
+        vlad.errors.ParameterTypeError
             A value of another type (a bool for a number, ``"0.5"`` for a
-            number, ``"yes"`` for a bool).
-        ValueError
-            A value of the right type but outside the range or the choices.
-            Both say :meth:`message`.
+            number, ``"yes"`` for a bool): a ``TypeError``.
+        vlad.errors.ParameterError
+            A value of the right type but outside the range or the choices: a
+            ``ValueError``. Both say :meth:`message`.
         """
         if value is None and self.none:
             return None
         if self.kind is bool:
             if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(self.message(value))
+                raise ParameterTypeError(self.message(value))
             return bool(value)
         if self.kind is str:
-            if not (isinstance(value, str) and value in self.choices):
-                raise VladError(self.message(value))
+            if not isinstance(value, str):
+                raise ParameterTypeError(self.message(value))
+            if not (value in self.choices if self.choices else value.strip()):
+                raise ParameterError(self.message(value))
             return value
         if isinstance(value, (bool, np.bool_)):
-            raise TypeError(self.message(value))
+            raise ParameterTypeError(self.message(value))
         wanted = Integral if self.kind is int else Real
         if not isinstance(value, wanted):
-            raise TypeError(self.message(value))
+            raise ParameterTypeError(self.message(value))
+        if any(value == special for special, _ in self.specials):
+            return self.kind(value)
         if not self.contains(value):
-            raise VladError(self.message(value))
+            raise ParameterError(self.message(value))
         return self.kind(value)
 
     def contains(self, number) -> bool:
@@ -342,3 +380,164 @@ SPHERICAL = Parameter(
 
 #: The specified parameters of :func:`vlad.fit_codebook`.
 KMEANS_PARAMETERS = (N_CLUSTERS, SAMPLE, BACKEND, ALGORITHM, MAX_ITER, SPHERICAL)
+
+# --- Parallelism (every n_jobs) -----------------------------------------------
+
+N_JOBS = Parameter(
+    "n_jobs",
+    int,
+    None,
+    "Images processed in parallel (-1: every core). Results do not depend on it.",
+    low=1,
+    none=True,
+    specials=((-1, "every core"),),
+)
+
+# --- Search (vlad.search.build_index, VectorIndex.search) ---------------------
+
+K = Parameter("k", int, 10, "Images per query.", low=1)
+FACTORY = Parameter(
+    "factory",
+    str,
+    None,
+    "faiss index_factory string for approximate or compressed search, such as "
+    '"IVF256,PQ32" or "HNSW32"; default exact search.',
+    none=True,
+    text="a faiss index_factory string",
+)
+SEARCH_PARAMETERS = Parameter(
+    "parameters",
+    str,
+    None,
+    'faiss search parameters, such as "nprobe=16".',
+    none=True,
+    text="faiss search parameters",
+)
+
+# --- Spatial verification (vlad.verification.spatial_rerank, rerank_spatially) ------
+
+MATCHING = Parameter(
+    "matching",
+    str,
+    "mutual+ratio",
+    "How descriptors are paired: mutual nearest neighbours, those that also "
+    "pass Lowe's ratio test, or the ratio test alone (vlad 0.4).",
+    choices=("mutual", "mutual+ratio", "ratio"),
+)
+RATIO = Parameter(
+    "ratio",
+    float,
+    0.8,
+    "Lowe's ratio test of --matching ratio and mutual+ratio: lower keeps "
+    "fewer, more distinctive matches.",
+    low=0,
+    high=1,
+    closed="right",
+)
+GEOMETRY = Parameter(
+    "model",
+    str,
+    "fundamental",
+    "The model that inliers fit: fundamental (a 3-D scene from another "
+    "viewpoint), homography (a plane), affine or similarity (edited copies).",
+    choices=("fundamental", "homography", "affine", "similarity"),
+)
+INLIER_THRESHOLD = Parameter(
+    "reprojection_threshold",
+    float,
+    None,
+    "Largest error of an inlier, in pixels of images scaled down to keypoints "
+    "1024 pixels across (default: 2 for fundamental, 8 for the others).",
+    low=0,
+    closed="neither",
+    none=True,
+)
+MIN_INLIERS = Parameter(
+    "min_inliers", int, 12, "Inliers that verify a result of --rerank spatial.", low=1
+)
+DEPTH = Parameter(
+    "depth",
+    int,
+    None,
+    "Results per query verified by --rerank spatial.",
+    low=0,
+    none=True,
+)
+VERIFY_KEYPOINTS = Parameter(
+    "verify_keypoints",
+    int,
+    1024,
+    "Match only each image's this many largest keypoints (hloc's: strongest); "
+    "0 for all (vlad 0.4).",
+    low=8,
+    none=True,
+    specials=((0, "every keypoint"),),
+)
+
+#: The specified parameters of :func:`vlad.verification.spatial_rerank`.
+VERIFICATION_PARAMETERS = (
+    MATCHING,
+    RATIO,
+    GEOMETRY,
+    INLIER_THRESHOLD,
+    MIN_INLIERS,
+    DEPTH,
+    VERIFY_KEYPOINTS,
+)
+
+# --- ASMK (vlad.asmk.build_asmk_index, ASMKIndex.search) --------------------
+
+ALPHA = Parameter(
+    "alpha",
+    float,
+    3.0,
+    "Selectivity exponent of word similarities.",
+    low=0,
+    closed="neither",
+)
+THRESHOLD = Parameter(
+    "threshold",
+    float,
+    0.0,
+    "Word similarities below it count 0.",
+    low=-1,
+    high=1,
+    closed="left",
+)
+BINARY = Parameter(
+    "binary",
+    bool,
+    True,
+    "Keep the sign bits of each aggregated residual (ASMK*, F/8 bytes a word) "
+    "or the whole residual (ASMK, 4F bytes).",
+)
+IDF = Parameter("idf", bool, False, "Weigh words by inverse document frequency.")
+QUANTIZER = Parameter(
+    "quantizer",
+    str,
+    "Flat",
+    "How descriptors find their nearest words: Flat (exact), or a faiss "
+    "index_factory string over the words, such as HNSW32 (approximate, faster "
+    "with tens of thousands of words).",
+    text="'Flat' or a faiss index_factory string",
+)
+QUANTIZER_PARAMETERS = Parameter(
+    "quantizer_parameters",
+    str,
+    None,
+    'faiss search parameters of --quantizer, such as "efSearch=64".',
+    none=True,
+    text="faiss search parameters",
+)
+MULTIPLE_ASSIGNMENT = Parameter(
+    "multiple_assignment",
+    int,
+    None,
+    "ASMK index: words each query descriptor is assigned to (its nearest). "
+    "[default: 5 for ASMK*, 3 for ASMK (--full)]",
+    low=1,
+    none=True,
+)
+
+#: The specified parameters of :func:`vlad.asmk.build_asmk_index`.
+ASMK_PARAMETERS = (ALPHA, THRESHOLD, BINARY, IDF, QUANTIZER, QUANTIZER_PARAMETERS)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from vlad.core._parameters import POWER
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "all_finite",
@@ -71,7 +71,7 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
         # string that NumPy would parse, None, an array) is refused by name.
         odd = next((v for v in array.flat if not isinstance(v, _REAL_SCALARS)), None)
         if odd is not None:
-            raise TypeError(
+            raise VladTypeError(
                 f"{name} must hold real numbers; got an object array holding "
                 f"{type(odd).__name__} {odd!r:.40} (each argument must be a real "
                 "number, not a string or anything else that is not a number)"
@@ -81,7 +81,7 @@ def as_float_matrix(values, name: str, *, dtype: np.dtype | None = None) -> np.n
         except OverflowError as error:
             raise VladError(f"{name} holds a number beyond float64: {error}") from None
     if array.dtype.kind not in "fiub":
-        raise TypeError(
+        raise VladTypeError(
             f"{name} must hold real numbers; got an array of dtype {array.dtype}"
         )
     if array.ndim != 2:
@@ -157,7 +157,7 @@ def as_offsets(offsets, n_rows: int) -> np.ndarray:
             f"got shape {array.shape}"
         )
     if array.dtype.kind not in "iu":
-        raise TypeError(f"offsets must hold integers; got dtype {array.dtype}")
+        raise VladTypeError(f"offsets must hold integers; got dtype {array.dtype}")
     array = np.ascontiguousarray(array, dtype=np.int64)
     if array[0] != 0 or array[-1] != n_rows:
         raise VladError(
@@ -178,7 +178,7 @@ def as_labels(labels, n_rows: int, n_clusters: int) -> np.ndarray:
             f"got shape {array.shape}"
         )
     if array.dtype.kind not in "iu" and array.size:
-        raise TypeError(f"labels must hold integers; got dtype {array.dtype}")
+        raise VladTypeError(f"labels must hold integers; got dtype {array.dtype}")
     if n_rows:
         low, high = int(array.min()), int(array.max())
         if low < 0 or high >= n_clusters:
@@ -194,14 +194,16 @@ def as_record(value, name: str) -> dict:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a dict or None; got {type(value).__name__}")
+        raise VladTypeError(
+            f"{name} must be a dict or None; got {type(value).__name__}"
+        )
     return dict(value)
 
 
 def check_positive_int(value, name: str) -> int:
     """Return ``value`` as int after checking it is an integer >= 1."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer >= 1; got {value!r}")
+        raise VladTypeError(f"{name} must be an integer >= 1; got {value!r}")
     if value < 1:
         raise VladError(f"{name} must be an integer >= 1; got {value!r}")
     return int(value)
@@ -226,7 +228,9 @@ def check_seed(seed) -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be a non-negative integer or None; got {seed!r}")
+        raise VladTypeError(
+            f"seed must be a non-negative integer or None; got {seed!r}"
+        )
     if seed < 0:
         raise VladError(f"seed must be a non-negative integer or None; got {seed!r}")
     return int(seed)

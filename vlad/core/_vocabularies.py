@@ -24,7 +24,7 @@ from vlad.core._codebook import DEFAULT_N_CLUSTERS, Codebook, fit_codebook
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._kmeans_progress import part_progress
 from vlad.core._validation import check_positive_int, check_seed
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "concatenate_vectors",
@@ -79,14 +79,14 @@ def stack_vocabularies(codebooks: Sequence[Codebook]) -> Codebook:
     True
     """
     if isinstance(codebooks, Codebook) or not isinstance(codebooks, Sequence):
-        raise TypeError(
+        raise VladTypeError(
             f"codebooks must be a sequence of Codebook; got {type(codebooks).__name__}"
         )
     if not codebooks:
         raise VladError("codebooks must hold at least one codebook; got none")
     for index, codebook in enumerate(codebooks):
         if not isinstance(codebook, Codebook):
-            raise TypeError(
+            raise VladTypeError(
                 f"codebooks[{index}] must be a Codebook; got {type(codebook).__name__}"
             )
         if codebook.n_features != codebooks[0].n_features:
@@ -136,7 +136,9 @@ def split_vocabularies(codebook: Codebook) -> list[Codebook]:
     stack_vocabularies : The other way.
     """
     if not isinstance(codebook, Codebook):
-        raise TypeError(f"codebook must be a Codebook; got {type(codebook).__name__}")
+        raise VladTypeError(
+            f"codebook must be a Codebook; got {type(codebook).__name__}"
+        )
     if codebook.n_vocabularies == 1:
         return [codebook]
     records = codebook.metadata.get("vocabularies")

@@ -20,17 +20,17 @@ from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
 from vlad.core._encoding import encode
 from vlad.core._options import EncodingOptions
 from vlad.core._parallel import resolve_n_jobs
-from vlad.core._parameters import ENCODING_PARAMETERS, N_CLUSTERS, SAMPLE
+from vlad.core._parameters import ENCODING_PARAMETERS, N_CLUSTERS, N_JOBS, SAMPLE
 from vlad.core._validation import check_n_features
 from vlad.core.aggregators import AGGREGATORS
 from vlad.errors import VladError
-from vlad.estimators._parameters import N_JOBS, check_specified, constraints
+from vlad.estimators._parameters import check_specified, constraints
 
 __all__ = ["VLADEncoder"]
 
 #: The parameters checked by their one specification, as the functions check
 #: them (the aggregator is checked by its registry).
-_SPECIFIED = (N_CLUSTERS, *ENCODING_PARAMETERS, SAMPLE)
+_SPECIFIED = (N_CLUSTERS, *ENCODING_PARAMETERS, SAMPLE, N_JOBS)
 
 
 class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -162,7 +162,6 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         **{parameter.name: constraints(parameter) for parameter in _SPECIFIED},
         "codebook": [Codebook, "array-like", str, os.PathLike, None],
         "random_state": ["random_state"],
-        "n_jobs": N_JOBS,
     }
 
     def __init__(
@@ -181,7 +180,7 @@ class VLADEncoder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         sample: int | None = 100_000,
         codebook=None,
         random_state=None,
-        n_jobs: int | None = None,
+        n_jobs: int | None = N_JOBS.default,
     ):
         self.n_clusters = n_clusters
         self.aggregator = aggregator

@@ -15,9 +15,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._parallel import resolve_n_jobs
+from vlad.core._parameters import N_JOBS
 from vlad.core._pool import map_in_order
-from vlad.errors import VladError
-from vlad.estimators._parameters import N_JOBS
+from vlad.errors import VladError, VladTypeError
+from vlad.estimators._parameters import check_specified, constraints
 from vlad.images._callables import CallableExtractor, load_extractor
 from vlad.images._files import MAX_PIXELS, ImageReadError
 
@@ -73,7 +74,7 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
         "extractor": [callable, str],
         "max_pixels": [Interval(Integral, 0, None, closed="left")],
         "on_error": [StrOptions({"raise", "skip"})],
-        "n_jobs": N_JOBS,
+        "n_jobs": constraints(N_JOBS),
     }
 
     def __init__(
@@ -88,6 +89,10 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
         self.max_pixels = max_pixels
         self.on_error = on_error
         self.n_jobs = n_jobs
+
+    def _validate_params(self) -> None:
+        check_specified(self, (N_JOBS,))
+        super()._validate_params()
 
     def fit(self, X=None, y=None) -> FeatureExtractor:
         """Check the parameters; there is nothing to learn.
@@ -130,7 +135,7 @@ class FeatureExtractor(TransformerMixin, BaseEstimator):
         """
         extractor = self._resolve()
         if isinstance(X, (str, os.PathLike)):
-            raise TypeError(
+            raise VladTypeError(
                 "X must be a sequence of images (paths or arrays); got the single "
                 f"path {X!r}: wrap it in a list"
             )

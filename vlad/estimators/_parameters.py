@@ -14,12 +14,18 @@ from sklearn.utils._param_validation import (
 )
 
 from vlad.core._parameters import Parameter
+from vlad.errors import ParameterTypeError
 
-__all__ = ["N_JOBS", "check_specified", "constraints"]
+__all__ = ["EstimatorParameterError", "check_specified", "constraints"]
 
-#: vlad's one ``n_jobs`` rule (see :func:`vlad.core._parallel.resolve_n_jobs`):
-#: None or -1 for every core, or a positive number of threads.
-N_JOBS = [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1}), None]
+
+class EstimatorParameterError(ParameterTypeError, InvalidParameterError):
+    """A bad parameter of a vlad estimator: both vlad's
+    :class:`vlad.errors.ParameterError` and scikit-learn's
+    ``InvalidParameterError`` (so ``check_estimator`` and the callers of
+    either recognise it)."""
+
+    __module__ = "vlad.estimators"
 
 
 def constraints(parameter: Parameter) -> list:
@@ -33,6 +39,8 @@ def constraints(parameter: Parameter) -> list:
     """
     if parameter.kind is bool:
         allowed = ["boolean"]
+    elif parameter.kind is str and not parameter.choices:
+        allowed = [str]
     elif parameter.kind is str:
         allowed = [StrOptions(set(parameter.choices))]
     else:
@@ -53,6 +61,9 @@ def constraints(parameter: Parameter) -> list:
                 closed=closed,
             )
         ]
+    specials = {value for value, _ in parameter.specials}
+    if specials:
+        allowed.append(Options(Integral if parameter.kind is int else Real, specials))
     return [*allowed, None] if parameter.none else allowed
 
 
@@ -65,7 +76,9 @@ def check_specified(estimator, parameters: Iterable[Parameter]) -> None:
 
     Raises
     ------
-    InvalidParameterError
+    EstimatorParameterError
+        A ``ValueError`` and a ``TypeError``, scikit-learn's
+        ``InvalidParameterError`` and vlad's ``ParameterError``:
         ``The 'power' parameter of VLADEncoder must be a number in (0, 1].
         Got 2 instead.``
     """
@@ -74,7 +87,7 @@ def check_specified(estimator, parameters: Iterable[Parameter]) -> None:
         try:
             parameter.check(value)
         except (TypeError, ValueError):
-            raise InvalidParameterError(
+            raise EstimatorParameterError(
                 f"The {parameter.name!r} parameter of {type(estimator).__name__} "
                 f"must be {parameter.expectation}. Got {value!r} instead."
             ) from None

@@ -13,8 +13,10 @@ from sklearn.utils._param_validation import StrOptions
 
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._parallel import resolve_n_jobs
+from vlad.core._parameters import N_JOBS
 from vlad.core._pool import map_in_order
-from vlad.estimators._parameters import N_JOBS, check_specified, constraints
+from vlad.errors import VladTypeError
+from vlad.estimators._parameters import check_specified, constraints
 from vlad.images._describe import describe_image
 from vlad.images._files import MAX_PIXELS
 from vlad.images._sift import DESCRIPTOR_PARAMETERS, MIN_KEYPOINTS, SiftOptions
@@ -26,8 +28,9 @@ logger = logging.getLogger(__name__)
 
 #: The parameters checked by their one specification, as SiftOptions checks
 #: them (all but reduce_jpeg, which the extractor does not take).
-_SPECIFIED = tuple(
-    parameter for parameter in DESCRIPTOR_PARAMETERS if parameter.name != "reduce_jpeg"
+_SPECIFIED = (
+    *(option for option in DESCRIPTOR_PARAMETERS if option.name != "reduce_jpeg"),
+    N_JOBS,
 )
 
 
@@ -91,7 +94,6 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
     _parameter_constraints: dict = {
         **{parameter.name: constraints(parameter) for parameter in _SPECIFIED},
         "on_error": [StrOptions({"raise", "skip"})],
-        "n_jobs": N_JOBS,
     }
 
     def __init__(
@@ -175,7 +177,7 @@ class SIFTExtractor(TransformerMixin, BaseEstimator):
             affine_tilts=self.affine_tilts,
         )
         if isinstance(X, (str, os.PathLike)):
-            raise TypeError(
+            raise VladTypeError(
                 "X must be a sequence of images (paths or arrays); got the single "
                 f"path {X!r}: wrap it in a list"
             )

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.evaluation._scoring import QueryEvaluation
 
 __all__ = ["RECALL_LEVELS", "interpolated_precision", "mean_interpolated_precision"]
@@ -59,7 +59,7 @@ def interpolated_precision(
     """
     ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
     if isinstance(n_relevant, bool) or not isinstance(n_relevant, (int, np.integer)):
-        raise TypeError(f"n_relevant must be an int; got {n_relevant!r}")
+        raise VladTypeError(f"n_relevant must be an int; got {n_relevant!r}")
     if n_relevant < max(1, len(ranks)):
         raise VladError(
             f"n_relevant must be at least 1 and at least the {len(ranks)} ranks "

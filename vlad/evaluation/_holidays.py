@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.evaluation._ground_truth import QueryTruth
 
 __all__ = ["holidays_ground_truth", "load_holidays_ground_truth"]
@@ -65,13 +65,15 @@ def holidays_ground_truth(
     ['100000.jpg', '100100.jpg']
     """
     if isinstance(names, (str, bytes)):
-        raise TypeError(f"names must be a sequence of image names; got {names!r:.60}")
+        raise VladTypeError(
+            f"names must be a sequence of image names; got {names!r:.60}"
+        )
     if len(names) == 0:
         raise VladError(f"{source} names no image")
     by_stem: dict[str, str] = {}
     for name in names:
         if not isinstance(name, str):
-            raise TypeError(f"{source}: image names must be strings; got {name!r}")
+            raise VladTypeError(f"{source}: image names must be strings; got {name!r}")
         stem = PurePosixPath(name).stem
         if not _HOLIDAYS_STEM.fullmatch(stem):
             raise VladError(

@@ -32,7 +32,8 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 
-from vlad.errors import VladError
+from vlad.core._parameters import K
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "average_precision",
@@ -391,7 +392,7 @@ def _reciprocal(ranks: Sequence[int], n_relevant: int) -> float:
 
 def _check_ranks(ranks: Sequence[int], n_relevant: int) -> None:
     if isinstance(n_relevant, bool) or not isinstance(n_relevant, int):
-        raise TypeError(f"n_relevant must be an int; got {n_relevant!r}")
+        raise VladTypeError(f"n_relevant must be an int; got {n_relevant!r}")
     if n_relevant < len(ranks):
         raise VladError(
             f"n_relevant must be at least len(ranks) = {len(ranks)}; got {n_relevant}"
@@ -406,21 +407,20 @@ def _check_ranks(ranks: Sequence[int], n_relevant: int) -> None:
 
 
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise VladError(f"k must be an int of at least 1; got {k!r}")
-    return k
+    """``k`` as :data:`vlad.core._parameters.K` takes it: an integer >= 1."""
+    return K.check(k)
 
 
 def _name_set(names: Iterable[str], parameter: str) -> frozenset[str]:
     if isinstance(names, (str, bytes)):
-        raise TypeError(
+        raise VladTypeError(
             f"{parameter} must be a collection of image names, not a single "
             f"{type(names).__name__}: {names!r}"
         )
     found = frozenset(names)
     for name in found:
         if not isinstance(name, str):
-            raise TypeError(
+            raise VladTypeError(
                 f"{parameter} must hold image names (str); got {type(name).__name__} "
                 f"{name!r}"
             )
@@ -429,14 +429,14 @@ def _name_set(names: Iterable[str], parameter: str) -> frozenset[str]:
 
 def _check_ranking(ranking: Sequence[str]) -> None:
     if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
-        raise TypeError(
+        raise VladTypeError(
             "ranking must be a sequence of image names, best first; got "
             f"{type(ranking).__name__}"
         )
     # One pass in C over the types, then a look for the culprit if needed.
     if not all(issubclass(kind, str) for kind in set(map(type, ranking))):
         name = next(name for name in ranking if not isinstance(name, str))
-        raise TypeError(
+        raise VladTypeError(
             f"ranking must hold image names (str); got {type(name).__name__} {name!r}"
         )
 

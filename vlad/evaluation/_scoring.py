@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from vlad.core._files import atomic_write
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.evaluation._ground_truth import ground_truth_from_mapping
 from vlad.evaluation._metrics import (
     relevant_ranks,
@@ -324,7 +324,7 @@ def _json_summary(summary: dict) -> dict:
 
 def _check_ks(ks: Iterable[int]) -> tuple[int, ...]:
     if isinstance(ks, (str, bytes)) or not isinstance(ks, Iterable):
-        raise TypeError(f"ks must be a sequence of ints; got {ks!r}")
+        raise VladTypeError(f"ks must be a sequence of ints; got {ks!r}")
     ks = list(ks)
     for k in ks:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -334,21 +334,21 @@ def _check_ks(ks: Iterable[int]) -> tuple[int, ...]:
 
 def _check_rankings(rankings: Mapping) -> None:
     if not isinstance(rankings, Mapping):
-        raise TypeError(
+        raise VladTypeError(
             "rankings must map query names to database names, best first; got "
             f"{type(rankings).__name__}"
         )
     for query, ranking in rankings.items():
         if not isinstance(query, str):
-            raise TypeError(f"rankings: query names must be strings; got {query!r}")
+            raise VladTypeError(f"rankings: query names must be strings; got {query!r}")
         if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Sequence):
-            raise TypeError(
+            raise VladTypeError(
                 f"rankings[{query!r}] must be a list of database names, best first; "
                 f"got {type(ranking).__name__}"
             )
         if not all(issubclass(kind, str) for kind in set(map(type, ranking))):
             name = next(name for name in ranking if not isinstance(name, str))
-            raise TypeError(
+            raise VladTypeError(
                 f"rankings[{query!r}] must hold names (strings); got {name!r}"
             )
 

@@ -180,7 +180,7 @@ class HlocLocalFeatures:
     Keypoints are hloc's x and y, then, in place of the size, how strong
     each keypoint is, read from the first of :data:`STRENGTH_DATASETS` that
     the image's group holds (hloc's SIFT's sizes, the others' detection
-    scores), so that spatial verification's ``max_keypoints`` keeps the
+    scores), so that spatial verification's ``verify_keypoints`` keeps the
     strongest, as it keeps SIFT's largest keypoints; 0 where the group holds
     none. The angle is 0.
 

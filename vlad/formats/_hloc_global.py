@@ -14,7 +14,7 @@ import numpy as np
 
 from vlad.core._validation import all_finite
 from vlad.core._writing import atomic_write
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._hloc import (
     GLOBAL_DATASET,
     LOCAL_DATASET,
@@ -84,7 +84,9 @@ def write_global_features(
     h5py = import_h5py()
     vectors = np.asarray(vectors)
     if vectors.dtype.kind not in "fiub":
-        raise TypeError(f"vectors must hold real numbers; got dtype {vectors.dtype}")
+        raise VladTypeError(
+            f"vectors must hold real numbers; got dtype {vectors.dtype}"
+        )
     if vectors.ndim != 2 or vectors.shape[0] != len(names):
         raise VladError(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "

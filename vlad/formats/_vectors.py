@@ -25,7 +25,7 @@ import numpy as np
 from vlad.core._files import atomic_writes, read_numpy_file
 from vlad.core._finite import largest_magnitude
 from vlad.core._validation import all_finite
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._hloc import is_hdf5_path
 from vlad.formats._hloc_global import read_global_features
 from vlad.formats._names import names_from_lines, names_to_lines
@@ -108,7 +108,9 @@ def save_vectors(
     vectors_path, names_path, record_path = vector_file_paths(path)
     vectors = np.asarray(vectors)
     if vectors.dtype.kind not in "fiub":
-        raise TypeError(f"vectors must hold real numbers; got dtype {vectors.dtype}")
+        raise VladTypeError(
+            f"vectors must hold real numbers; got dtype {vectors.dtype}"
+        )
     if vectors.ndim != 2 or vectors.shape[0] != len(names):
         raise VladError(
             f"vectors must have shape (n_names, n_dimensions) = ({len(names)}, ...); "

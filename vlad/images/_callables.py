@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.images._files import MAX_PIXELS, ImageReadError, read_image
 from vlad.images._pixels import as_rgb_image
 
@@ -114,13 +114,13 @@ class CallableExtractor:
 
     def __post_init__(self):
         if not callable(self.function):
-            raise TypeError(
+            raise VladTypeError(
                 "extractor must be a callable from an RGB image to an (L, F) "
                 f"array; got {self.function!r:.80}"
             )
         value = self.max_pixels
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"max_pixels must be an integer >= 0; got {value!r}")
+            raise VladTypeError(f"max_pixels must be an integer >= 0; got {value!r}")
         if value < 0:
             raise VladError(f"max_pixels must be an integer >= 0; got {value!r}")
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from vlad.core._codebook import Codebook
 from vlad.core._parameters import Parameter
 from vlad.core._validation import check_n_features
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._hloc import HLOC_EXTRACTOR
 from vlad.images._callables import EXTRACTOR_PREFIX, CallableExtractor, load_extractor
 from vlad.images._detectors import DETECTORS
@@ -112,7 +112,7 @@ def _options(given: dict) -> SiftOptions | LearnedOptions:
             f"to features={features!r}"
         )
     if others:
-        raise TypeError(
+        raise VladTypeError(
             f"unknown descriptor options: {', '.join(others)}; expected some of "
             f"{', '.join(sorted(_SIFT_FIELDS | _LEARNED_FIELDS))}"
         )

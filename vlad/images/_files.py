@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.images._decoder_messages import CORRUPT_DATA, decode_with_messages
 from vlad.images._headers import ImageHeader, read_header, truncated_format
 from vlad.images._pixels import grey_pixels, rgb_pixels
@@ -63,7 +63,7 @@ class ImageFile(NamedTuple):
     name: str
 
 
-class ImageReadError(ValueError):
+class ImageReadError(VladError):
     """An image file that cannot be decoded: unreadable, truncated, corrupt,
     too large or not an image.
 
@@ -363,7 +363,7 @@ def read_image_reduced(
     """
     max_pixels = check_max_pixels(max_pixels)
     if isinstance(min_side, bool) or not isinstance(min_side, (int, np.integer)):
-        raise TypeError(f"min_side must be an integer >= 0; got {min_side!r}")
+        raise VladTypeError(f"min_side must be an integer >= 0; got {min_side!r}")
     if min_side < 0:
         raise VladError(f"min_side must be an integer >= 0; got {min_side!r}")
     encoded, header = read_checked(path, max_pixels)
@@ -378,7 +378,7 @@ def read_image_reduced(
 def check_max_pixels(max_pixels: int) -> int:
     """``max_pixels`` as an int, refused unless an integer >= 0."""
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)):
-        raise TypeError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
+        raise VladTypeError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
     if max_pixels < 0:
         raise VladError(f"max_pixels must be an integer >= 0; got {max_pixels!r}")
     return int(max_pixels)

@@ -22,7 +22,7 @@ from vlad.backends.kornia._networks import (
 )
 from vlad.backends.kornia._weights import file_sha256
 from vlad.core._parameters import Parameter
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.images._files import MAX_PIXELS
 
 __all__ = [
@@ -189,7 +189,7 @@ class LearnedOptions:
             object.__setattr__(self, parameter.name, value)
         if self.weights is not None:
             if not isinstance(self.weights, (str, os.PathLike)):
-                raise TypeError(
+                raise VladTypeError(
                     f"weights must be None or a path; got {self.weights!r:.80}"
                 )
             object.__setattr__(self, "weights", os.fspath(self.weights))

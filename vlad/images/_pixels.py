@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "BACKGROUND",
@@ -138,7 +138,7 @@ def _checked_uint8(image) -> np.ndarray:
     """An image array of :func:`as_grey_image`'s shapes and dtypes as ``uint8``,
     channels unchanged."""
     if isinstance(image, (str, bytes, os.PathLike)):
-        raise TypeError(
+        raise VladTypeError(
             f"image must be an image array; got the path {image!r:.80}: read it "
             "with vlad.read_image (or pass paths to vlad.extract_images)"
         )
@@ -165,7 +165,7 @@ def _checked_uint8(image) -> np.ndarray:
             )
         array = np.rint(array * 255.0).astype(np.uint8)
     elif array.dtype != np.uint8:
-        raise TypeError(
+        raise VladTypeError(
             "image must be uint8, uint16, bool or floating point in [0, 1]; "
             f"got dtype {array.dtype}"
         )

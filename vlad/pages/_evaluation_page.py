@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vlad.core._files import atomic_write
 from vlad.core._pool import Progress
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.evaluation._curves import RECALL_LEVELS, mean_interpolated_precision
 from vlad.evaluation._ground_truth import ground_truth_from_mapping
 from vlad.evaluation._scoring import Evaluation, QueryEvaluation
@@ -96,7 +96,7 @@ def write_evaluation_page(
     """
     path = check_page_path(path, overwrite=overwrite)
     if not isinstance(evaluation, Evaluation):
-        raise TypeError(
+        raise VladTypeError(
             f"evaluation must be an Evaluation; got {type(evaluation).__name__}"
         )
     for value, name in ((n_worst, "n_worst"), (n_hits, "n_hits")):

@@ -11,7 +11,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.core._deprecation import renamed_keyword
 from vlad.core._files import atomic_write
+from vlad.core._parameters import (
+    GEOMETRY,
+    INLIER_THRESHOLD,
+    MATCHING,
+    RATIO,
+    VERIFY_KEYPOINTS,
+)
 from vlad.core._validation import as_float_matrix, check_positive_int
 from vlad.errors import VladError
 from vlad.images._describe import describe_image_with_keypoints
@@ -20,8 +28,6 @@ from vlad.images._files import MAX_PIXELS, ImageReadError, read_checked
 from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
 from vlad.verification._spatial import (
-    LOWE_RATIO,
-    MAX_KEYPOINTS,
     inlier_matches,
     match_descriptors,
 )
@@ -216,17 +222,18 @@ def encode_picture(picture: np.ndarray, suffix: str, quality: int = 90) -> bytes
     return encoded.tobytes()
 
 
+@renamed_keyword("max_keypoints", "verify_keypoints", since="0.5")
 def write_matches_picture(
     query: str | os.PathLike,
     image: str | os.PathLike,
     output: str | os.PathLike,
     *,
     descriptor_options: SiftOptions | LearnedOptions | dict | None = None,
-    matching: str = "mutual+ratio",
-    model: str = "fundamental",
-    ratio: float = LOWE_RATIO,
-    reprojection_threshold: float | None = None,
-    max_keypoints: int | None = MAX_KEYPOINTS,
+    matching: str = MATCHING.default,
+    model: str = GEOMETRY.default,
+    ratio: float = RATIO.default,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
+    verify_keypoints: int | None = VERIFY_KEYPOINTS.default,
     max_height: int | None = 600,
     overwrite: bool = True,
 ) -> MatchesPicture:
@@ -244,8 +251,10 @@ def write_matches_picture(
         dict of SIFT's options, or of learned features' with
         ``features="aliked"``); the defaults of
         :class:`vlad.images.SiftOptions` when not given.
-    matching, model, ratio, reprojection_threshold, max_keypoints
-        As in :func:`vlad.verification.inlier_matches`.
+    matching, model, ratio, reprojection_threshold, verify_keypoints
+        As in :func:`vlad.verification.inlier_matches` (``verify_keypoints`` was
+        ``max_keypoints``, a name that still works, with a
+        ``DeprecationWarning``, until the next release).
     max_height : int or None, default=600
         Height of the picture at most; None keeps the taller image's.
     overwrite : bool, default=True
@@ -302,7 +311,7 @@ def write_matches_picture(
         ratio=ratio,
         model=model,
         reprojection_threshold=reprojection_threshold,
-        max_keypoints=max_keypoints,
+        verify_keypoints=verify_keypoints,
     )
     picture = draw_matches(
         pictures[0],

@@ -23,7 +23,7 @@ import numpy as np
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._files import atomic_write
 from vlad.core._pool import Progress
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.evaluation._ground_truth import (
     QueryTruth,
     ground_truth_from_mapping,
@@ -226,7 +226,7 @@ def write_search_page(
     """
     path = check_page_path(path, overwrite=overwrite)
     if not isinstance(results, SearchResults):
-        raise TypeError(
+        raise VladTypeError(
             f"results must be a SearchResults; got {type(results).__name__}"
         )
     limit = _check_limit(limit)
@@ -293,7 +293,7 @@ def _check_limit(limit: int | None) -> int | None:
     if limit is None:
         return None
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
-        raise TypeError(f"limit must be None or an int >= 1; got {limit!r}")
+        raise VladTypeError(f"limit must be None or an int >= 1; got {limit!r}")
     if limit < 1:
         raise VladError(f"limit must be None or an int >= 1; got {limit!r}")
     return int(limit)
@@ -372,6 +372,9 @@ def _matches_jobs(
     if recorded and "matching" not in recorded:
         # Results of vlad 0.4, which matched every keypoint by the ratio test.
         settings.update(matching="ratio", max_keypoints=None)
+    if "max_keypoints" in settings:
+        # The results' record keeps the keypoint cap under its former name.
+        settings["verify_keypoints"] = settings.pop("max_keypoints")
     query_rows = {name: row for row, name in enumerate(query_sets.names)}
     database_rows = {name: row for row, name in enumerate(database_sets.names)}
     wanted = []

@@ -38,7 +38,7 @@ from vlad.asmk._scoring import (
     words_per_descriptor,
 )
 from vlad.asmk._weights import IndexWeights, idf_self_similarities
-from vlad.core._validation import check_positive_int
+from vlad.core._parameters import K
 from vlad.errors import VladError
 from vlad.pipeline._cluster import TASK_RETRIES, require_client
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
@@ -64,7 +64,7 @@ _OPENED_LOCK = threading.Lock()
 def search_asmk_shards(
     shards: Sequence[str | os.PathLike],
     query_sets,
-    k: int = 10,
+    k: int = K.default,
     *,
     client: Any,
     multiple_assignment: int | None = None,
@@ -105,7 +105,7 @@ def search_asmk_shards(
         Without ``vlad-toolkit[dask]``.
     """
     require_client(client)
-    k = check_positive_int(k, "k")
+    k = K.check(k)
     paths = [str(Path(shard).resolve()) for shard in shards]
     if not paths:
         raise VladError("shards must name at least one ASMK index folder")

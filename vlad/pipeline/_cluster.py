@@ -21,6 +21,7 @@ paths. Needs dask.distributed (the ``dask`` extra).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import threading
@@ -31,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 from vlad._extras import install_command
 from vlad.core._codebook import Codebook
 from vlad.core._parallel import resolve_n_jobs
+from vlad.core._parameters import N_JOBS
 from vlad.core._pool import Progress
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._shards import write_shard
 from vlad.images._decoder_messages import (
     capture_decoder_messages,
@@ -118,7 +120,10 @@ def dask_client(
         with distributed.Client(scheduler, timeout="30s") as client:
             yield client
         return
-    n_workers = resolve_n_jobs(n_workers)
+    # Named as given: the rule is n_jobs's.
+    n_workers = resolve_n_jobs(
+        dataclasses.replace(N_JOBS, name="n_workers").check(n_workers)
+    )
     import dask.config
 
     # Dask sets MALLOC_TRIM_THRESHOLD_ for its workers, which also turns off
@@ -219,7 +224,7 @@ def require_client(client: Any) -> Any:
     """
     distributed = require_distributed()
     if not isinstance(client, distributed.Client):
-        raise TypeError(
+        raise VladTypeError(
             f"client must be a dask.distributed.Client; got {type(client).__name__}"
         )
     return distributed

@@ -25,7 +25,7 @@ import numpy as np
 from vlad._version import __version__
 from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
 from vlad.core._pool import Progress
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._descriptor_shards import (
     KEYPOINTS_ARRAY,
     ShardedDescriptorSets,
@@ -111,7 +111,7 @@ def extract_images_to_folder(
     vlad.pipeline.encode_images_to_folder : The same for VLAD vectors.
     """
     if isinstance(shard_images, bool) or not isinstance(shard_images, int):
-        raise TypeError(f"shard_images must be an int; got {shard_images!r}")
+        raise VladTypeError(f"shard_images must be an int; got {shard_images!r}")
     if shard_images < 1:
         raise VladError(f"shard_images must be at least 1; got {shard_images}")
     if client is not None:

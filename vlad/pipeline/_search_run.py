@@ -116,9 +116,10 @@ def search_index(
         (12 for both SIFT and ALIKED).
     verification : mapping, optional
         ``matching``, ``ratio``, ``model``, ``reprojection_threshold``,
-        ``max_keypoints`` and ``preset`` of
-        :func:`vlad.verification.rerank_spatially`; ``ratio`` and ``max_keypoints``
-        left out (or None) suit the descriptors as ``rerank_depth`` does.
+        ``verify_keypoints`` and ``preset`` of
+        :func:`vlad.verification.rerank_spatially`; ``ratio`` and
+        ``verify_keypoints`` left out (or None) suit the descriptors as
+        ``rerank_depth`` does.
     expand_verified : int, default=0
         After spatial re-ranking, search again with each query's descriptors
         and those of its first ``expand_verified`` verified images, as one

@@ -22,7 +22,7 @@ from vlad.core._options import EncodingOptions
 from vlad.core._parallel import resolve_n_jobs
 from vlad.core._pool import Progress
 from vlad.core.aggregators import require_aggregator
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.formats._descriptor_files import descriptor_file_in
 from vlad.formats._shards import ShardedVectors
 from vlad.images._extractors import check_same_kind, extractor_for_codebook
@@ -52,7 +52,7 @@ def check_shard_images(shard_images: int, name: str = "shard_images") -> None:
         Below 1, or above :data:`ENCODE_CHUNK_IMAGES` and not a multiple of it.
     """
     if isinstance(shard_images, bool) or not isinstance(shard_images, int):
-        raise TypeError(f"{name} must be an int; got {shard_images!r}")
+        raise VladTypeError(f"{name} must be an int; got {shard_images!r}")
     if shard_images < 1 or (
         shard_images > ENCODE_CHUNK_IMAGES and shard_images % ENCODE_CHUNK_IMAGES
     ):

@@ -34,7 +34,7 @@ VERIFICATION_KEYS = (
     "model",
     "ratio",
     "reprojection_threshold",
-    "max_keypoints",
+    "verify_keypoints",
     "preset",
 )
 
@@ -86,7 +86,7 @@ def search_verified(
     verification : mapping, optional
         More settings of :func:`vlad.verification.rerank_spatially`: any of
         :data:`VERIFICATION_KEYS` (``matching``, ``model``, ``ratio``,
-        ``reprojection_threshold``, ``max_keypoints``, ``preset``); those
+        ``reprojection_threshold``, ``verify_keypoints``, ``preset``); those
         left out suit the descriptors or are its defaults.
     n_jobs : int, optional
         Threads that rank the queries and processes that verify them (None

@@ -6,6 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vlad.core._files import read_numpy_file
+from vlad.core._parameters import K
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
 from vlad.errors import VladError
 
@@ -91,7 +92,7 @@ def search_exact(
         )
     check_finite(queries, "queries")
     check_finite(database, "database")
-    k = min(check_positive_int(k, "k"), database.shape[0])
+    k = min(K.check(k), database.shape[0])
     chunk_bytes = check_positive_int(chunk_bytes, "chunk_bytes")
     return _search_valid(queries, database, k, chunk_bytes)
 

@@ -19,8 +19,9 @@ from numpy.typing import ArrayLike
 
 from vlad._version import __version__
 from vlad.core._files import check_format_version, read_numpy_file
-from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
-from vlad.errors import DamagedIndexError, VladError
+from vlad.core._parameters import FACTORY, SEARCH_PARAMETERS, K
+from vlad.core._validation import as_float_matrix, check_finite
+from vlad.errors import DamagedIndexError, VladError, VladTypeError
 from vlad.formats._folders import replace_folder
 from vlad.search._exact import ExactStore
 from vlad.search._expansion import QueryExpansion, augment_database, search_expanded
@@ -106,8 +107,8 @@ class VectorIndex:
         vectors: ArrayLike,
         names: Sequence[str] | None = None,
         *,
-        factory: str | None = None,
-        parameters: str | None = None,
+        factory: str | None = FACTORY.default,
+        parameters: str | None = SEARCH_PARAMETERS.default,
         whitening: PCAWhitening | None = None,
         augmentation: QueryExpansion | None = None,
         source: dict | None = None,
@@ -145,6 +146,8 @@ class VectorIndex:
         if augmentation is not None and stored.shape[0] > 1:
             exact = ExactStore(stored)
             stored = augment_database(stored, augmentation, search=exact.search)
+        factory = FACTORY.check(factory)
+        parameters = SEARCH_PARAMETERS.check(parameters)
         if factory is None:
             store = ExactStore.build(stored, parameters)
         else:
@@ -222,7 +225,7 @@ class VectorIndex:
     def search(
         self,
         queries: ArrayLike,
-        k: int = 10,
+        k: int = K.default,
         *,
         query_names: Sequence[str] | None = None,
         expansion: QueryExpansion | None = None,
@@ -252,7 +255,7 @@ class VectorIndex:
         """
         queries = _checked_vectors(queries, "queries", self.n_features)
         query_names = _checked_names(query_names, queries.shape[0], "queries")
-        k = check_positive_int(k, "k")
+        k = K.check(k)
         has_vector = nonzero_rows(queries)
         stored = len(self.store)
         notes = []
@@ -346,8 +349,8 @@ def build_index(
     *,
     pca: int | None = None,
     whiten: float | None = None,
-    factory: str | None = None,
-    parameters: str | None = None,
+    factory: str | None = FACTORY.default,
+    parameters: str | None = SEARCH_PARAMETERS.default,
     augmentation: QueryExpansion | None = None,
     source: dict | None = None,
 ) -> VectorIndex:
@@ -530,7 +533,7 @@ def _checked_names(names, count: int, what: str, first: int = 0) -> list[str]:
     if names is None:
         return [str(first + position) for position in range(count)]
     if isinstance(names, str):
-        raise TypeError(f"names must be a sequence of str, not a str ({names!r})")
+        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
     names = [str(name) for name in names]
     if len(names) != count:
         raise VladError(f"{len(names)} names for {count} {what}")

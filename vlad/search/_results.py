@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from vlad.core._files import atomic_write, check_format_version
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "RESULT_SUFFIXES",
@@ -313,7 +313,7 @@ def _check_score(
 
 def _text(value) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"a name is a {type(value).__name__}, not a string")
+        raise VladTypeError(f"a name is a {type(value).__name__}, not a string")
     return value
 
 

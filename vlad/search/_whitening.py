@@ -15,7 +15,7 @@ from vlad.core._files import (
     save_record_archive,
 )
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["MAX_EXACT_SIDE", "PCAWhitening", "fit_whitening", "nonzero_rows"]
 
@@ -234,7 +234,7 @@ def fit_whitening(
     vectors = as_float_matrix(vectors, "vectors", dtype=np.float32)
     check_finite(vectors, "vectors")
     if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)):
-        raise TypeError(f"power must be a number in [0, 1]; got {power!r}")
+        raise VladTypeError(f"power must be a number in [0, 1]; got {power!r}")
     if not 0 <= power <= 1:
         raise VladError(f"power must be in [0, 1]; got {power!r}")
     vectors = vectors[nonzero_rows(vectors)]

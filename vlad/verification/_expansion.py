@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._parameters import MIN_INLIERS
 from vlad.core._validation import check_positive_int
 from vlad.errors import VladError
 from vlad.search._results import QueryResult, SearchResults
@@ -113,7 +114,7 @@ def expand_verified(
         )
     if min_inliers is None:
         min_inliers = recorded["min_inliers"]
-    min_inliers = check_positive_int(min_inliers, "min_inliers")
+    min_inliers = MIN_INLIERS.check(min_inliers)
     query_rows = _rows(queries, "queries' descriptors")
     database_rows = _rows(database, "database descriptors")
     expanded, places = [], []

@@ -18,13 +18,11 @@ References
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 
-from vlad.errors import VladError
+from vlad.core._parameters import GEOMETRY, INLIER_THRESHOLD
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -147,7 +145,8 @@ DEFAULT_THRESHOLDS = {
 
 
 def fitter(
-    model: str = "fundamental", reprojection_threshold: float | None = None
+    model: str = GEOMETRY.default,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray | None]:
     """One of :data:`GEOMETRIC_MODELS` with its threshold, checked once, for
     many pairs of images.
@@ -176,27 +175,11 @@ default="fundamental"
 
 def _resolve_model(model: str):
     """The fitting function of a model name."""
-    try:
-        return GEOMETRIC_MODELS[model]
-    except (KeyError, TypeError):
-        raise VladError(
-            f"Unknown model {model!r}; expected one of {sorted(GEOMETRIC_MODELS)}"
-        ) from None
+    return GEOMETRIC_MODELS[GEOMETRY.check(model)]
 
 
 def _check_threshold(threshold: float | None, model: str) -> float:
     """``reprojection_threshold`` as a positive finite float; None is the
     model's default."""
-    if threshold is None:
-        return DEFAULT_THRESHOLDS[model]
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-        raise TypeError(
-            f"reprojection_threshold must be a positive number of pixels; "
-            f"got {threshold!r}"
-        )
-    if not (threshold > 0.0 and math.isfinite(threshold)):
-        raise VladError(
-            f"reprojection_threshold must be a positive number of pixels; "
-            f"got {threshold!r}"
-        )
-    return float(threshold)
+    threshold = INLIER_THRESHOLD.check(threshold)
+    return DEFAULT_THRESHOLDS[model] if threshold is None else threshold

@@ -15,12 +15,12 @@ References
 from __future__ import annotations
 
 import functools
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vlad.core._parameters import MATCHING, RATIO
 from vlad.core._validation import as_float_matrix, check_finite
 from vlad.errors import VladError
 
@@ -28,7 +28,7 @@ __all__ = ["LOWE_RATIO", "MATCHINGS", "match_descriptors", "matcher"]
 
 #: Lowe's ratio: a match is kept when its distance is below this fraction of
 #: the second-nearest neighbour's.
-LOWE_RATIO = 0.8
+LOWE_RATIO = RATIO.default
 #: Entries of the largest block of descriptor products held at once (64 MiB of
 #: float32): a query's descriptors meet a candidate's a block of rows at a time.
 _PRODUCT_BLOCK = 1 << 24
@@ -38,8 +38,8 @@ def match_descriptors(
     query_descriptors: ArrayLike,
     descriptors: ArrayLike,
     *,
-    matching: str = "mutual+ratio",
-    ratio: float = LOWE_RATIO,
+    matching: str = MATCHING.default,
+    ratio: float = RATIO.default,
 ) -> np.ndarray:
     """Pairs of matching descriptors of two images, at most one per descriptor
     of either.
@@ -114,7 +114,7 @@ def match_descriptors(
 
 
 def matcher(
-    matching: str = "mutual+ratio", ratio: float = LOWE_RATIO
+    matching: str = MATCHING.default, ratio: float = RATIO.default
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The matching of :func:`match_descriptors`, checked once, for many pairs
     of images.
@@ -274,18 +274,9 @@ def _same_norms(norms: np.ndarray) -> bool:
 
 def _resolve_matching(matching: str):
     """The matching function of a matching name."""
-    try:
-        return MATCHINGS[matching]
-    except (KeyError, TypeError):
-        raise VladError(
-            f"Unknown matching {matching!r}; expected one of {sorted(MATCHINGS)}"
-        ) from None
+    return MATCHINGS[MATCHING.check(matching)]
 
 
 def _check_ratio(ratio: float) -> float:
-    """``ratio`` as a float in (0, 1]."""
-    if isinstance(ratio, bool) or not isinstance(ratio, numbers.Real):
-        raise TypeError(f"ratio must be a number in (0, 1]; got {ratio!r}")
-    if not 0.0 < ratio <= 1.0:
-        raise VladError(f"ratio must be a number in (0, 1]; got {ratio!r}")
-    return float(ratio)
+    """``ratio`` as a float in (0, 1] (:data:`vlad.core._parameters.RATIO`)."""
+    return RATIO.check(ratio)

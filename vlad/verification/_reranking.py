@@ -4,12 +4,20 @@ geometry and move the verified ones first."""
 from __future__ import annotations
 
 import dataclasses
-import numbers
 
 import numpy as np
 
+from vlad.core._deprecation import renamed_keyword
 from vlad.core._descriptors import DescriptorSets
-from vlad.core._validation import check_positive_int
+from vlad.core._parameters import (
+    DEPTH,
+    GEOMETRY,
+    INLIER_THRESHOLD,
+    MATCHING,
+    MIN_INLIERS,
+    N_JOBS,
+    VERIFY_KEYPOINTS,
+)
 from vlad.errors import VladError
 from vlad.search._results import SearchResults
 from vlad.verification._geometry import fitter
@@ -24,20 +32,21 @@ from vlad.verification._spatial import DEFAULT_THRESHOLDS, spatial_rerank
 __all__ = ["DEFAULT_DEPTH", "check_verification", "rerank_spatially"]
 
 
+@renamed_keyword("max_keypoints", "verify_keypoints", since="0.5")
 def rerank_spatially(
     results: SearchResults,
     queries: DescriptorSets,
     database: DescriptorSets,
     *,
     depth: int | None = None,
-    matching: str = "mutual+ratio",
-    model: str = "fundamental",
+    matching: str = MATCHING.default,
+    model: str = GEOMETRY.default,
     ratio: float | None = None,
-    reprojection_threshold: float | None = None,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
     min_inliers: int | None = None,
-    max_keypoints: int | None = None,
+    verify_keypoints: int | None = None,
     preset: str | None = None,
-    n_jobs: int | None = None,
+    n_jobs: int | None = N_JOBS.default,
 ) -> SearchResults:
     """Re-rank every query's first ``depth`` images by inliers of a geometric
     model.
@@ -47,7 +56,7 @@ def rerank_spatially(
     result gains ``inliers`` (-1 where not verified); its scores stay the
     index's similarities.
 
-    ``depth``, ``ratio``, ``min_inliers`` and ``max_keypoints`` suit one kind
+    ``depth``, ``ratio``, ``min_inliers`` and ``verify_keypoints`` suit one kind
     of descriptors and not another: each left None is taken from the
     preset of :data:`vlad.verification.VERIFICATION_PRESETS` that suits the
     descriptors, read from their record (:func:`vlad.verification.verification_preset`):
@@ -69,9 +78,10 @@ def rerank_spatially(
         Lowe's ratio (SIFT's preset: 0.8).
     min_inliers : int, optional
         Inliers that verify an image (SIFT's preset: 12).
-    max_keypoints : int, optional
+    verify_keypoints : int, optional
         Each image's largest (strongest) keypoints matched, or 0 for all
-        (SIFT's preset: 1,024).
+        (SIFT's preset: 1,024). Formerly ``max_keypoints``, a name that still
+        works, with a ``DeprecationWarning``, until the next release.
     preset : str, optional
         A key of :data:`vlad.verification.VERIFICATION_PRESETS` to use whatever the
         descriptors' record says.
@@ -93,20 +103,23 @@ def rerank_spatially(
         and database descriptors of two extractors, or an unknown preset.
     """
     chosen = verification_preset(_kind_record(queries, database), preset)
+    # Keyed as the results' record and the presets name them.
     given = {
         "depth": depth,
         "ratio": ratio,
         "min_inliers": min_inliers,
-        "max_keypoints": max_keypoints,
+        "max_keypoints": verify_keypoints,
     }
     preset_values = chosen.settings.record()
     settings = {
         key: preset_values[key] if value is None else value
         for key, value in given.items()
     }
-    settings["depth"] = _check_depth(settings["depth"])
-    settings["min_inliers"] = check_positive_int(settings["min_inliers"], "min_inliers")
-    settings["max_keypoints"] = _check_max_keypoints(settings["max_keypoints"])
+    settings["depth"] = DEPTH.check(settings["depth"])
+    settings["min_inliers"] = MIN_INLIERS.check(settings["min_inliers"])
+    settings["max_keypoints"] = VERIFY_KEYPOINTS.check(settings["max_keypoints"])
+    if settings["max_keypoints"] == 0:
+        settings["max_keypoints"] = None
     matcher(matching, settings["ratio"])  # checked before any work
     fitter(model, reprojection_threshold)
     query_rows = _rows_by_name(queries, "queries' descriptors")
@@ -136,7 +149,10 @@ def rerank_spatially(
             model=model,
             reprojection_threshold=reprojection_threshold,
             n_jobs=n_jobs,
-            **settings,
+            depth=settings["depth"],
+            ratio=settings["ratio"],
+            min_inliers=settings["min_inliers"],
+            verify_keypoints=settings["max_keypoints"],
         )
         order = _positions_of(candidates, ranking)
         reranked.append(
@@ -168,7 +184,11 @@ def rerank_spatially(
         },
     }
     notes = list(results.notes)
-    defaulted = [key for key, value in given.items() if value is None]
+    defaulted = [
+        "verify_keypoints" if key == "max_keypoints" else key
+        for key, value in given.items()
+        if value is None
+    ]
     if not chosen.known and defaulted:
         notes.append(
             f"spatial verification took {', '.join(defaulted)} from the defaults, "
@@ -181,51 +201,51 @@ def rerank_spatially(
 def check_verification(
     *,
     depth: int | None = None,
-    matching: str = "mutual+ratio",
-    model: str = "fundamental",
+    matching: str = MATCHING.default,
+    model: str = GEOMETRY.default,
     ratio: float | None = None,
-    reprojection_threshold: float | None = None,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
     min_inliers: int | None = None,
-    max_keypoints: int | None = None,
+    verify_keypoints: int | None = None,
     preset: str | None = None,
 ) -> None:
     """Check settings of :func:`rerank_spatially` before any work.
 
     A search that verifies its results reads descriptors and searches the
     index first: this refuses a bad setting before all that, with the message
-    :func:`rerank_spatially` would give. Settings left None suit the
-    descriptors and are not checked here.
+    :func:`rerank_spatially` would give (its specification's). Settings left
+    None suit the descriptors and are not checked here.
 
     Parameters
     ----------
     depth, matching, model, ratio, reprojection_threshold, min_inliers
         As in :func:`rerank_spatially`.
-    max_keypoints, preset
+    verify_keypoints, preset
         As in :func:`rerank_spatially`.
 
     Raises
     ------
-    ValueError
+    ParameterError
         A setting :func:`rerank_spatially` refuses: the message names it and
         echoes the value.
-    TypeError
+    ParameterTypeError
         ``ratio`` or ``reprojection_threshold`` is not a number.
 
     Examples
     --------
     >>> from vlad.verification import check_verification
-    >>> check_verification(ratio=0.9, min_inliers=12, max_keypoints=0)
+    >>> check_verification(ratio=0.9, min_inliers=12, verify_keypoints=0)
     >>> check_verification(ratio=1.5)
     Traceback (most recent call last):
     ...
-    vlad.errors.VladError: ratio must be a number in (0, 1]; got 1.5
+    vlad.errors.ParameterError: ratio must be a number in (0, 1]; got 1.5
     """
     if depth is not None:
-        _check_depth(depth)
+        DEPTH.check(depth)
     if min_inliers is not None:
-        check_positive_int(min_inliers, "min_inliers")
-    if max_keypoints is not None:
-        _check_max_keypoints(max_keypoints)
+        MIN_INLIERS.check(min_inliers)
+    if verify_keypoints is not None:
+        VERIFY_KEYPOINTS.check(verify_keypoints)
     matcher(matching, *(() if ratio is None else (ratio,)))
     fitter(model, reprojection_threshold)
     if preset is not None:
@@ -254,29 +274,6 @@ def _describe(settings: VerificationSettings) -> str:
         f"{'every' if keypoints is None else f'the {keypoints:,} largest'} "
         f"keypoints, the top {settings.depth}"
     )
-
-
-def _check_depth(depth) -> int:
-    """``depth`` as an int >= 0."""
-    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
-        raise VladError(f"depth must be an integer >= 0; got {depth!r}")
-    return int(depth)
-
-
-def _check_max_keypoints(max_keypoints) -> int | None:
-    """``max_keypoints`` as :func:`spatial_rerank` takes it: 0 (every
-    keypoint) as None, else an int >= 8."""
-    if (
-        isinstance(max_keypoints, bool)
-        or not isinstance(max_keypoints, numbers.Integral)
-        or 0 < max_keypoints < 8
-        or max_keypoints < 0
-    ):
-        raise VladError(
-            "max_keypoints must be 0 (every keypoint) or an integer >= 8; got "
-            f"{max_keypoints!r}"
-        )
-    return None if max_keypoints == 0 else int(max_keypoints)
 
 
 def _rows_by_name(sets: DescriptorSets, what: str) -> dict[str, int]:

@@ -26,17 +26,27 @@ References
 from __future__ import annotations
 
 import functools
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 from threadpoolctl import threadpool_limits
 
+from vlad.core import _parameters as spec
+from vlad.core._deprecation import renamed_keyword
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._parameters import (
+    DEPTH,
+    GEOMETRY,
+    INLIER_THRESHOLD,
+    MATCHING,
+    N_JOBS,
+    RATIO,
+    VERIFY_KEYPOINTS,
+)
 from vlad.core._pool import map_in_order
 from vlad.core._validation import as_float_matrix, check_finite, check_positive_int
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 from vlad.verification._geometry import (
     DEFAULT_THRESHOLDS,
     EPIPOLAR_THRESHOLD,
@@ -77,7 +87,7 @@ __all__ = [
 #: copies (the copies' text family fell from 97.72 to 95.88 mAP); at 12 every
 #: family of both is at least VLAD's (copies 98.83 mAP against 98.59, real
 #: views 55.92 against 52.18); 15 verified fewer real-view pairs (54.62).
-MIN_INLIERS = 12
+MIN_INLIERS = spec.MIN_INLIERS.default
 #: Keypoints of each image that verification matches at most: the largest.
 #: Matching costs the product of both images' counts. On real photos of 3-D
 #: scenes (198 queries, SIFT's 2,000 keypoints at ``max_side`` 1024, top 20)
@@ -85,24 +95,25 @@ MIN_INLIERS = 12
 #: large keypoints are the ones that survive a change of viewpoint or light,
 #: and fewer small ones leave fewer chance inliers), and the 512 largest
 #: worse (0.569).
-MAX_KEYPOINTS = 1024
-#: The smallest ``max_keypoints``: the matches of fewer keypoints could not
+MAX_KEYPOINTS = VERIFY_KEYPOINTS.default
+#: The smallest ``verify_keypoints``: the matches of fewer keypoints could not
 #: determine every model (a fundamental matrix needs 8).
 SMALLEST_MAX_KEYPOINTS = max(MINIMAL_MATCHES.values())
 
 
+@renamed_keyword("max_keypoints", "verify_keypoints", since="0.5")
 def count_inliers(
     query_keypoints: ArrayLike,
     query_descriptors: ArrayLike,
     keypoints: ArrayLike,
     descriptors: ArrayLike,
     *,
-    matching: str = "mutual+ratio",
-    ratio: float = LOWE_RATIO,
-    model: str = "fundamental",
-    reprojection_threshold: float | None = None,
+    matching: str = MATCHING.default,
+    ratio: float = RATIO.default,
+    model: str = GEOMETRY.default,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
     min_matches: int | None = None,
-    max_keypoints: int | None = MAX_KEYPOINTS,
+    verify_keypoints: int | None = VERIFY_KEYPOINTS.default,
 ) -> int:
     """Matches between a query and a candidate image that one geometric model
     explains.
@@ -145,10 +156,12 @@ default="fundamental"
         Fewer matches than this give 0 without fitting; never fewer than the
         model's minimal sample (2 similarity, 3 affine, 4 homography, 8
         fundamental), the default.
-    max_keypoints : int or None, default=MAX_KEYPOINTS
+    verify_keypoints : int or None, default=MAX_KEYPOINTS
         Match only each image's this many largest keypoints (by size, the
         third column; keypoints without one are all kept), at least
-        :data:`SMALLEST_MAX_KEYPOINTS` (8); None for all.
+        :data:`SMALLEST_MAX_KEYPOINTS` (8); None or 0 for all. Formerly
+        ``max_keypoints``, a name that still works, with a
+        ``DeprecationWarning``, until the next release.
 
     Returns
     -------
@@ -182,23 +195,24 @@ default="fundamental"
             model=model,
             reprojection_threshold=reprojection_threshold,
             min_matches=min_matches,
-            max_keypoints=max_keypoints,
+            verify_keypoints=verify_keypoints,
         )
     )
 
 
+@renamed_keyword("max_keypoints", "verify_keypoints", since="0.5")
 def inlier_matches(
     query_keypoints: ArrayLike,
     query_descriptors: ArrayLike,
     keypoints: ArrayLike,
     descriptors: ArrayLike,
     *,
-    matching: str = "mutual+ratio",
-    ratio: float = LOWE_RATIO,
-    model: str = "fundamental",
-    reprojection_threshold: float | None = None,
+    matching: str = MATCHING.default,
+    ratio: float = RATIO.default,
+    model: str = GEOMETRY.default,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
     min_matches: int | None = None,
-    max_keypoints: int | None = MAX_KEYPOINTS,
+    verify_keypoints: int | None = VERIFY_KEYPOINTS.default,
 ) -> np.ndarray:
     """The matches between a query and a candidate image that one geometric
     model explains: what :func:`count_inliers` counts.
@@ -232,11 +246,9 @@ default="fundamental"
         Fewer matches than this give no inliers without fitting; never fewer
         than the model's minimal sample (2 similarity, 3 affine, 4
         homography, 8 fundamental), the default.
-    max_keypoints : int or None, default=MAX_KEYPOINTS
-        Match only each image's this many largest keypoints (by size, the
-        third column; keypoints without one are all kept), at least
-        :data:`SMALLEST_MAX_KEYPOINTS` (8); None for all. The rows returned
-        are still rows of the keypoints given.
+    verify_keypoints : int or None, default=MAX_KEYPOINTS
+        As in :func:`count_inliers` (formerly ``max_keypoints``). The rows
+        returned are still rows of the keypoints given.
 
     Returns
     -------
@@ -292,30 +304,31 @@ default="fundamental"
             f"query_descriptors have {query_descriptors.shape[1]} features but "
             f"descriptors have {descriptors.shape[1]}; they must match"
         )
-    max_keypoints = _check_max_keypoints(max_keypoints)
+    verify_keypoints = _check_max_keypoints(verify_keypoints)
     return _inlier_matches(
-        _prepared(query_keypoints, query_descriptors, max_keypoints),
-        _prepared(keypoints, descriptors, max_keypoints),
+        _prepared(query_keypoints, query_descriptors, verify_keypoints),
+        _prepared(keypoints, descriptors, verify_keypoints),
         match=match,
         fit=fit,
         min_matches=min_matches,
     )
 
 
+@renamed_keyword("max_keypoints", "verify_keypoints", since="0.5")
 def spatial_rerank(
     query_keypoints: ArrayLike,
     query_descriptors: ArrayLike,
     candidates: ArrayLike,
     database: DescriptorSets,
     *,
-    depth: int | None = None,
-    matching: str = "mutual+ratio",
-    ratio: float = LOWE_RATIO,
-    model: str = "fundamental",
-    reprojection_threshold: float | None = None,
-    min_inliers: int = MIN_INLIERS,
-    max_keypoints: int | None = MAX_KEYPOINTS,
-    n_jobs: int | None = None,
+    depth: int | None = DEPTH.default,
+    matching: str = MATCHING.default,
+    ratio: float = RATIO.default,
+    model: str = GEOMETRY.default,
+    reprojection_threshold: float | None = INLIER_THRESHOLD.default,
+    min_inliers: int = spec.MIN_INLIERS.default,
+    verify_keypoints: int | None = VERIFY_KEYPOINTS.default,
+    n_jobs: int | None = N_JOBS.default,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Re-rank a query's candidates by their inliers (:func:`count_inliers`).
 
@@ -339,8 +352,8 @@ def spatial_rerank(
         As in :func:`count_inliers`.
     min_inliers : int, default=MIN_INLIERS
         Inliers that make a candidate verified.
-    max_keypoints : int or None, default=MAX_KEYPOINTS
-        As in :func:`count_inliers`.
+    verify_keypoints : int or None, default=MAX_KEYPOINTS
+        As in :func:`count_inliers` (formerly ``max_keypoints``).
     n_jobs : int or None, default=None
         Candidates verified at once on threads (each runs its matrix products
         on one core); None or -1 for every core. The result does not depend
@@ -377,10 +390,11 @@ def spatial_rerank(
     """
     fit = fitter(model, reprojection_threshold)
     match = matcher(matching, ratio)
-    min_inliers = check_positive_int(min_inliers, "min_inliers")
-    max_keypoints = _check_max_keypoints(max_keypoints)
+    min_inliers = spec.MIN_INLIERS.check(min_inliers)
+    verify_keypoints = _check_max_keypoints(verify_keypoints)
+    depth = DEPTH.check(depth)
     if not isinstance(database, DescriptorSets):
-        raise TypeError(
+        raise VladTypeError(
             f"database must be a DescriptorSets; got {type(database).__name__}"
         )
     if database.keypoints is None:
@@ -405,15 +419,11 @@ def spatial_rerank(
     candidates = _check_candidates(candidates, len(database))
     if depth is None:
         depth = len(candidates)
-    elif isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
-        raise TypeError(f"depth must be None or an integer >= 0; got {depth!r}")
-    elif depth < 0:
-        raise VladError(f"depth must be None or an integer >= 0; got {depth!r}")
     verify = functools.partial(
         _verify_candidate,
-        query=_prepared(query_keypoints, query_descriptors, max_keypoints),
+        query=_prepared(query_keypoints, query_descriptors, verify_keypoints),
         database=database,
-        max_keypoints=max_keypoints,
+        max_keypoints=verify_keypoints,
         match=match,
         fit=fit,
         min_matches=MINIMAL_MATCHES[model],
@@ -496,20 +506,10 @@ def _positions(keypoints: np.ndarray) -> np.ndarray:
     return positions
 
 
-def _check_max_keypoints(max_keypoints: int | None) -> int | None:
-    """``max_keypoints`` as None or an int >= :data:`SMALLEST_MAX_KEYPOINTS`."""
-    if max_keypoints is None:
-        return None
-    if (
-        isinstance(max_keypoints, bool)
-        or not isinstance(max_keypoints, numbers.Integral)
-        or max_keypoints < SMALLEST_MAX_KEYPOINTS
-    ):
-        raise VladError(
-            "max_keypoints must be None or an integer >= "
-            f"{SMALLEST_MAX_KEYPOINTS}; got {max_keypoints!r}"
-        )
-    return int(max_keypoints)
+def _check_max_keypoints(verify_keypoints: int | None) -> int | None:
+    """``verify_keypoints`` (:data:`vlad.core._parameters.VERIFY_KEYPOINTS`)
+    as None (every keypoint, also given as 0) or an int >= 8."""
+    return VERIFY_KEYPOINTS.check(verify_keypoints) or None
 
 
 def _check_image(
@@ -540,7 +540,7 @@ def _check_candidates(candidates: ArrayLike, n_images: int) -> np.ndarray:
     if array.size == 0:
         return np.zeros(0, dtype=np.int64)
     if array.dtype.kind not in "iu":
-        raise TypeError(
+        raise VladTypeError(
             f"candidates must hold integer database rows; got dtype {array.dtype}"
         )
     low, high = int(array.min()), int(array.max())

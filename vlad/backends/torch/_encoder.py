@@ -14,7 +14,7 @@ from vlad.core._codebook import Codebook
 from vlad.core._descriptors import as_descriptor_sets
 from vlad.core._options import EncodingOptions
 from vlad.core._validation import as_offsets, check_n_features
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["TorchEncoder"]
 
@@ -191,7 +191,7 @@ class TorchEncoder(DeviceEncoder):
             dtype = torch.float64 if tensor.dtype == torch.float64 else torch.float32
             return tensor.to(self.device, dtype).contiguous(), offsets, True
         if offsets is not None:
-            raise TypeError(
+            raise VladTypeError(
                 "offsets go with a flat (n_descriptors, n_features) tensor; got "
                 f"{type(descriptor_sets).__name__} descriptors"
             )

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from vlad.backends.torch import import_torch
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "PatchTokens"]
 
@@ -83,7 +83,7 @@ class PatchTokens:
     ):
         torch = import_torch()
         if not isinstance(model, torch.nn.Module):
-            raise TypeError(
+            raise VladTypeError(
                 f"model must be a torch.nn.Module; got {type(model).__name__}"
             )
         for name, value, low in (
@@ -91,7 +91,9 @@ class PatchTokens:
             ("max_side", max_side, 0),
         ):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an integer >= {low}; got {value!r}")
+                raise VladTypeError(
+                    f"{name} must be an integer >= {low}; got {value!r}"
+                )
             if value < low:
                 raise VladError(f"{name} must be an integer >= {low}; got {value!r}")
         if max_side and max_side < patch_size:

@@ -38,7 +38,7 @@ from vlad.core.aggregators._masked import aggregate_masked
 from vlad.core.aggregators._ragged_cumsum import aggregate_ragged_cumsum
 from vlad.core.aggregators._sparse import aggregate_sparse
 from vlad.core.aggregators._ufunc_at import aggregate_ufunc_at
-from vlad.errors import VladError
+from vlad.errors import VladError, VladTypeError
 
 __all__ = [
     "AGGREGATORS",
@@ -372,7 +372,9 @@ def aggregate(
     """
     resolve_aggregator(aggregator)  # an unknown name is refused before the data
     if not isinstance(residual_norm, (bool, np.bool_)):
-        raise TypeError(f"residual_norm must be True or False; got {residual_norm!r}")
+        raise VladTypeError(
+            f"residual_norm must be True or False; got {residual_norm!r}"
+        )
     residual_norm = bool(residual_norm)
     check_aggregator_variant(
         aggregator, residual_norm=residual_norm, weighted=weights is not None
@@ -434,7 +436,7 @@ def _as_weighted(
     labels = np.asarray(labels)
     weights = np.asarray(weights)
     if weights.dtype.kind not in "fiu":
-        raise TypeError(f"weights must hold numbers; got dtype {weights.dtype}")
+        raise VladTypeError(f"weights must hold numbers; got dtype {weights.dtype}")
     if labels.ndim != 2 or labels.shape[0] != n_rows or labels.shape[1] < 1:
         raise VladError(
             f"labels must have shape ({n_rows}, n_nearest) with weights; got "
