@@ -35,20 +35,21 @@ if TYPE_CHECKING:
     from vlad.pipeline._batch import BatchReport
     from vlad.pipeline._cluster import dask_client
     from vlad.pipeline._codebook_fit import write_adapted_codebook, write_codebook
-    from vlad.pipeline._descriptor_shards import (
-        DESCRIPTOR_SHARD_IMAGES,
+    from vlad.pipeline._descriptor_shards import DESCRIPTOR_SHARD_IMAGES
+    from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES, EncodedImages
+    from vlad.pipeline._extraction import (
+        extract_images,
         extract_images_to_folder,
+        read_descriptor_sets,
     )
-    from vlad.pipeline._encoding import (
-        ENCODE_CHUNK_IMAGES,
-        EncodedImages,
-        encode_images,
-    )
-    from vlad.pipeline._extraction import extract_images, read_descriptor_sets
     from vlad.pipeline._index_build import write_index
     from vlad.pipeline._queries import read_asmk_queries, read_queries
     from vlad.pipeline._search_run import SearchRun, search_index
-    from vlad.pipeline._vector_shards import SHARD_IMAGES, encode_images_to_folder
+    from vlad.pipeline._vector_shards import (
+        SHARD_IMAGES,
+        encode_images,
+        encode_images_to_folder,
+    )
     from vlad.pipeline._vocabularies import (
         fit_codebook_to_images,
         fit_vocabularies_to_images,
@@ -65,10 +66,10 @@ __getattr__, __dir__ = attach(
         "SearchRun": "vlad.pipeline._search_run",
         "adapt_codebook_to_images": "vlad.pipeline._adaptation",
         "dask_client": "vlad.pipeline._cluster",
-        "encode_images": "vlad.pipeline._encoding",
+        "encode_images": "vlad.pipeline._vector_shards",
         "encode_images_to_folder": "vlad.pipeline._vector_shards",
         "extract_images": "vlad.pipeline._extraction",
-        "extract_images_to_folder": "vlad.pipeline._descriptor_shards",
+        "extract_images_to_folder": "vlad.pipeline._extraction",
         "fit_codebook_to_images": "vlad.pipeline._vocabularies",
         "fit_vocabularies_to_images": "vlad.pipeline._vocabularies",
         "read_asmk_queries": "vlad.pipeline._queries",
