@@ -46,6 +46,12 @@ class Squares(ShardKind):
     def open(self, folder):
         return json.loads((folder / MANIFEST_NAME).read_text())
 
+    def stack(self, shards):
+        return np.concatenate([shard.array for shard in shards])
+
+    def result(self, run, rows):
+        return rows
+
 
 def run(kind, folder, *, resume=False, progress=None):
     return run_shards(

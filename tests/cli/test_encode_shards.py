@@ -61,8 +61,10 @@ def test_a_folder_is_replaced_or_resumed_only_when_asked(tmp_path, codebook_path
     assert folder_bytes(tmp_path / "v") == before
     run(*args, "--overwrite", "--power", 0.5)
     assert folder_bytes(tmp_path / "v") != before
-    misused = run(*args[:-1], tmp_path / "v.npy", "--resume", exit_code=2)
-    assert "--resume needs a folder output" in misused.output
+    written = run(*args[:-1], tmp_path / "v.npy", exit_code=0)
+    resumed = run(*args[:-1], tmp_path / "v.npy", "--resume", exit_code=1)
+    assert "already exists; pass --overwrite to replace it" in resumed.output
+    assert written.output and not (tmp_path / ".v.npy.parts").exists()
 
 
 @pytest.fixture(scope="module")

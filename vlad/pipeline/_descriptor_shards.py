@@ -183,10 +183,9 @@ class ImageDescriptors(ImageShardKind):
         return open_descriptor_shards(folder)
 
     def stack(self, shards: list[Shard]) -> DescriptorSets:
-        """The shards' descriptor sets, one after the other: float64 if every
-        shard's descriptors are (a callable extractor's), else float32."""
+        """The shards' descriptor sets, one after the other."""
         blocks = [shard.array for shard in shards]
-        width, dtype = _width(blocks, self.width), _dtype_of(blocks)
+        width = _width(blocks, self.width)
         names = [name for shard in shards for name in shard.record["names"]]
         lengths = [int(n) for shard in shards for n in shard.record["lengths"]]
         keypoints = None
@@ -195,7 +194,7 @@ class ImageDescriptors(ImageShardKind):
                 [shard.extras[KEYPOINTS_ARRAY] for shard in shards],
                 len(KEYPOINT_FIELDS),
             )
-        descriptors = stack_rows(blocks, width, dtype)
+        descriptors = stack_rows(blocks, width)
         offsets = np.zeros(len(lengths) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         return DescriptorSets(
@@ -235,8 +234,7 @@ def describe_shard(
     Returns
     -------
     descriptors : ndarray of shape (n_descriptors, n_features)
-        The readable images' descriptors one after the other: float32, or
-        float64 if every image's is (a callable extractor's).
+        float32, the readable images' descriptors one after the other.
     keypoints : ndarray of shape (n_descriptors, len(KEYPOINT_FIELDS)) or None
         float32, their keypoints (None for a callable extractor's).
     record : dict
@@ -252,7 +250,7 @@ def describe_shard(
     blocks = [block for _, block in features]
     # Each block is held once, by ``blocks``, which drops it once copied.
     features.clear()
-    descriptors = stack_rows(blocks, _width(blocks, n_features), _dtype_of(blocks))
+    descriptors = stack_rows(blocks, _width(blocks, n_features))
     record = {
         "key": key,
         "names": report.names,
@@ -269,15 +267,6 @@ def _width(blocks: list[np.ndarray], n_features: int | None) -> int:
     if n_features is not None:
         return n_features
     return next((block.shape[1] for block in blocks if block.ndim == 2), 0)
-
-
-def _dtype_of(blocks: list[np.ndarray]) -> np.dtype:
-    """float64 if every non-empty block is (a callable extractor's may be),
-    else float32, as :meth:`DescriptorSets.from_list` chooses."""
-    filled = [block for block in blocks if block.size]
-    if filled and all(block.dtype == np.float64 for block in filled):
-        return np.dtype(np.float64)
-    return np.dtype(np.float32)
 
 
 def _n_descriptors(record: dict) -> int:
