@@ -160,47 +160,36 @@ def extract_images_to_folder(
     inputs: PathOrPaths,
     folder: str | os.PathLike,
     descriptor_options: Mapping | None = None,
-    *,
-    shard_images: int = DESCRIPTOR_SHARD_IMAGES,
     **arguments,
 ) -> ShardedDescriptorSets:
-    """:func:`extract_images` into a folder of shards: its descriptors, opened.
+    """The descriptor sets :func:`extract_images` writes to the folder of
+    shards ``folder``, opened: a shard is read when one of its images is.
 
     Parameters
     ----------
     inputs, descriptor_options
-        As in :func:`extract_images`.
+        As :func:`extract_images` takes them.
     folder : path-like
-        The folder of shards to write (its parent must exist): its ``output``.
-    shard_images : int, default=DESCRIPTOR_SHARD_IMAGES
-        Images found that each shard covers; memory holds one shard's
-        descriptors.
+        Where the shards go (``extract_images``' ``output``).
     **arguments
-        The other arguments of :func:`extract_images` (``extractor``,
-        ``n_jobs``, ``overwrite``, ``resume``, ``client``...).
+        Its other keywords: ``extractor``, ``shard_images``, ``resume``,
+        ``client``...
 
     Returns
     -------
     ShardedDescriptorSets
-        The folder, opened (a shard is read when one of its images is):
-        ``extract_images(..., output=folder)[0]``.
+        What ``extract_images(..., output=folder)[0]`` gives.
 
     Raises
     ------
     FileExistsError, ValueError, TypeError, RuntimeError
-        As :func:`extract_images`.
+        Those of :func:`extract_images`.
 
     See Also
     --------
     vlad.pipeline.encode_images_to_folder : The same for VLAD vectors.
     """
-    return extract_images(
-        inputs,
-        descriptor_options,
-        output=folder,
-        shard_images=shard_images,
-        **arguments,
-    )[0]
+    return extract_images(inputs, descriptor_options, output=folder, **arguments)[0]
 
 
 def read_descriptor_sets(

@@ -185,13 +185,15 @@ def encode_images(
     >>> result = vlad.encode_images("data", codebook, power=0.5, n_jobs=1)
     >>> result.vectors.shape, result.names[0], result.encoding.power
     ((8, 512), 'astronaut.jpg', 0.5)
-    >>> output = pathlib.Path(tempfile.mkdtemp(), "vectors.npy")
-    >>> written = vlad.encode_images(
-    ...     "data", codebook, power=0.5, output=output, n_jobs=1
+
+    Into a folder of shards (or a file), the same rows:
+
+    >>> folder = pathlib.Path(tempfile.mkdtemp(), "vectors")
+    >>> sharded = vlad.encode_images(
+    ...     "data", codebook, power=0.5, output=folder, shard_images=3, n_jobs=1
     ... )
-    >>> vectors, names, _ = vlad.load_vectors(output)
-    >>> np.array_equal(vectors, result.vectors), names == result.names
-    (True, True)
+    >>> sharded.vectors.n_shards, np.array_equal(sharded.vectors, result.vectors)
+    (3, True)
     """
     check_shard_images(shard_images)
     # Bad settings, n_jobs or a missing optional dependency fail here, before
@@ -254,57 +256,29 @@ def encode_images_to_folder(
     codebook: Codebook | str | os.PathLike,
     folder: str | os.PathLike,
     options: EncodingOptions | None = None,
-    *,
-    shard_images: int = SHARD_IMAGES,
     **arguments,
 ) -> ShardedVectors:
-    """:func:`encode_images` into a folder of shards: its vectors, opened.
+    """The vectors of :func:`encode_images` written to the folder of shards
+    ``folder``, opened: memory-mapped a shard at a time.
 
     Parameters
     ----------
     inputs, codebook, options
         As in :func:`encode_images`.
     folder : path-like
-        The folder of shards to write (its parent must exist): its ``output``.
-    shard_images : int, default=SHARD_IMAGES
-        Images found that each shard covers; memory holds one shard's vectors.
+        The folder of shards, ``encode_images``' ``output``.
     **arguments
-        The other arguments of :func:`encode_images` (``descriptor_options``,
-        ``n_jobs``, ``overwrite``, ``resume``, ``client``, settings...).
+        ``shard_images``, ``resume``, ``client``, encoding settings and the
+        other keywords of :func:`encode_images`.
 
     Returns
     -------
     ShardedVectors
-        The folder, opened (its vectors memory-mapped):
         ``encode_images(..., output=folder).vectors``.
 
     Raises
     ------
-    As :func:`encode_images`.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> import vlad
-    >>> from vlad.pipeline import encode_images_to_folder
-    >>> quick = {"max_side": 256}  # small images, to be quick
-    >>> codebook, _ = vlad.fit_codebook_to_images(
-    ...     "data", 4, descriptor_options=quick, n_jobs=1
-    ... )
-    >>> folder = pathlib.Path(tempfile.mkdtemp(), "vectors")
-    >>> shards = encode_images_to_folder("data", codebook, folder, shard_images=3)
-    >>> len(shards.blocks), shards.shape
-    (3, (8, 512))
-    >>> whole = vlad.encode_images("data", codebook, n_jobs=1)
-    >>> np.array_equal(np.asarray(shards), whole.vectors), shards.names == whole.names
-    (True, True)
+    ValueError, FileExistsError, TypeError, RuntimeError
+        As :func:`encode_images` raises them.
     """
-    return encode_images(
-        inputs,
-        codebook,
-        options,
-        output=folder,
-        shard_images=shard_images,
-        **arguments,
-    ).vectors
+    return encode_images(inputs, codebook, options, output=folder, **arguments).vectors
