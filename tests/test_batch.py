@@ -24,8 +24,8 @@ from vlad._extras import install_command
 from vlad.core._pool import map_in_order
 from vlad.images._files import read_image
 from vlad.images._sift import SiftOptions, extract_keypoints_with_options, extract_sift
-from vlad.pipeline._vector_shards import encode_images
 from vlad.pipeline._extraction import extract_images, read_descriptor_sets
+from vlad.pipeline._vector_shards import encode_images
 from vlad.pipeline._vocabularies import fit_codebook_to_images
 
 
