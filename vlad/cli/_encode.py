@@ -80,7 +80,7 @@ _DENSE_ADVICE = f"{DENSE_ADVICE} (with a codebook fitted with --dense)"
 @assignment_options
 @shard_options(
     SHARD_IMAGES,
-    "Images each shard of a folder covers (a multiple of "
+    "Images each shard covers, of a folder or staged for a file (a multiple of "
     f"{ENCODE_CHUNK_IMAGES} above {ENCODE_CHUNK_IMAGES}).",
     "Finish an interrupted run: keep the shards it wrote with the same "
     "codebook, options and images; make the others. A file's shards are kept "

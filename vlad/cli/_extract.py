@@ -46,7 +46,7 @@ logger = logging.getLogger("vlad.cli")
 )
 @shard_options(
     DESCRIPTOR_SHARD_IMAGES,
-    "Images each shard of a folder covers.",
+    "Images each shard covers, of a folder or staged for a file.",
     "Finish an interrupted run: keep the shards it wrote with the same "
     "options and images; make the others. An .npz's shards are kept in "
     ".NAME.parts beside it until it is written: resume a run started with "

@@ -93,7 +93,14 @@ def check_output(
     does not exist unless replaced or resumed, or a file of ``files`` (by
     suffix) that, with the files beside it, does not exist unless replaced."""
     if output.suffix:
-        check_outputs(files[output.suffix.lower()].paths(output), overwrite)
+        paths = files[output.suffix.lower()].paths(output)
+        if resume and not overwrite and any(path.exists() for path in paths):
+            raise click.ClickException(
+                f"{printable(str(output))} already exists: the run writing it "
+                "finished, and --resume finishes only a file not yet written; "
+                "pass --overwrite to replace it"
+            )
+        check_outputs(paths, overwrite)
         return
     if not output.parent.is_dir():
         raise click.ClickException(

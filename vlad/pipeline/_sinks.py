@@ -221,11 +221,16 @@ class FileSink(Sink):
                     + (" (--resume finishes a run stopped before it)" if resume else "")
                 )
         check_writable_folder(path.parent)
-        self.staging: FolderSink | MemorySink = (
-            FolderSink(staging_folder(path), noun, overwrite=True, resume=resume)
-            if staged
-            else MemorySink()
-        )
+        self.staging: FolderSink | MemorySink = MemorySink()
+        if staged:
+            self.staging = FolderSink(
+                staging_folder(path), noun, overwrite=True, resume=resume
+            )
+        elif staging_folder(path).is_dir():
+            # Left by a run with resume that this one replaces: checked to
+            # hold shards only (and what a killed writer left), removed once
+            # the file is written.
+            ShardWriter(staging_folder(path), resume=True, kind=noun)
         self.folder = self.staging.folder
 
     def finished(self, kind: ShardKind, index: int, key: str) -> dict | None:
@@ -240,26 +245,21 @@ class FileSink(Sink):
         """The kind's result of the staged shards, written to the file; the
         staging folder is removed once the file is written."""
         if isinstance(self.staging, MemorySink):
-            return self._write(self.staging.commit(run))
-        shards = [self.staging.read(run, index) for index in range(len(run.groups))]
-        result = self._write(run.kind.result(run, run.kind.stack(shards)))
-        shutil.rmtree(self.staging.folder)
-        return result
-
-    def _write(self, result: Any) -> Any:
-        """``result``, once written to the file."""
+            result = self.staging.commit(run)
+        else:
+            shards = [self.staging.read(run, index) for index in range(len(run.groups))]
+            result = run.kind.result(run, run.kind.stack(shards))
         self.file.write(result, self.path, overwrite=self.overwrite)
+        shutil.rmtree(staging_folder(self.path), ignore_errors=True)
         return result
 
 
-def stack_rows(
-    blocks: list, n_columns: int, dtype: np.dtype | type = np.float32
-) -> np.ndarray:
+def stack_rows(blocks: list, n_columns: int) -> np.ndarray:
     """``blocks`` (arrays of ``n_columns`` columns, or empty) one after the
-    other, as one ``(n, n_columns)`` array of ``dtype``; each block is dropped
-    from ``blocks`` once copied, so that memory holds the rows about once."""
+    other, as one float32 ``(n, n_columns)`` array; each block is dropped from
+    ``blocks`` once copied, so that memory holds the rows about once."""
     n_rows = sum(len(block) for block in blocks)
-    stacked = np.empty((n_rows, n_columns), dtype)
+    stacked = np.empty((n_rows, n_columns), np.float32)
     start = 0
     for index in range(len(blocks)):
         block = blocks[index]

@@ -87,7 +87,7 @@ class VectorKind(ShardKind):
 
     def stack(self, shards: list[Shard]) -> np.ndarray:
         """The shards' vectors, one after the other."""
-        return stack_rows([shard.array for shard in shards], self.n_columns, np.float32)
+        return stack_rows([shard.array for shard in shards], self.n_columns)
 
     def result(self, run: ShardRun, rows: Any) -> EncodedImages:
         """The vectors (an array, or a folder opened), their images' report
