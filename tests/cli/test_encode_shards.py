@@ -63,7 +63,7 @@ def test_a_folder_is_replaced_or_resumed_only_when_asked(tmp_path, codebook_path
     assert folder_bytes(tmp_path / "v") != before
     written = run(*args[:-1], tmp_path / "v.npy", exit_code=0)
     resumed = run(*args[:-1], tmp_path / "v.npy", "--resume", exit_code=1)
-    assert "already exists; pass --overwrite to replace it" in resumed.output
+    assert "finished, and --resume finishes only a file not yet" in resumed.output
     assert written.output and not (tmp_path / ".v.npy.parts").exists()
 
 

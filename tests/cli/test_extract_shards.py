@@ -77,7 +77,7 @@ def test_a_folder_is_replaced_or_resumed_only_when_asked(tmp_path):
     assert folder_bytes(tmp_path / "d") != before
     run(*args[:-1], tmp_path / "d.npz", "--resume")
     resumed = run(*args[:-1], tmp_path / "d.npz", "--resume", exit_code=1)
-    assert "already exists; pass --overwrite to replace it" in resumed.output
+    assert "finished, and --resume finishes only a file not yet" in resumed.output
     assert not (tmp_path / ".d.npz.parts").exists()
     suffix = run(*args[:-1], tmp_path / "d.npy", exit_code=2)
     assert "must end in .npz, or have no suffix" in suffix.output
