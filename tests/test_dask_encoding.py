@@ -139,7 +139,7 @@ def test_workers_load_the_codebook_once_and_check_it(client, tmp_path):
         4,
     )
     sink = FolderSink(tmp_path / "v", "vector", overwrite=False, resume=False)
-    planned = plan_shard_run(kind, images, sink, shard_size=4)
+    planned = plan_shard_run(kind, images, sink)
     with pytest.raises(ValueError, match=f"not {second.fingerprint}"):
         make_shards_on_cluster(planned, client)
     assert not (tmp_path / "v" / "manifest.json").exists()

@@ -11,11 +11,11 @@ import json
 import numpy as np
 import pytest
 from photos import FAST_OPTIONS, MESSY_NAMES, MESSY_SKIPPED
+from shard_folders import interrupt_after_the_first_shard
 
 import vlad
 from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.formats._hloc_global import read_global_features
-from vlad.formats._shards import ShardWriter
 from vlad.formats._vectors import load_vectors
 from vlad.pipeline import encode_images, extract_images
 from vlad.pipeline._sinks import staging_folder
@@ -136,24 +136,14 @@ def test_an_interrupted_file_run_resumes_from_its_staged_shards(
     """Interrupted after its first shard, a run into a ``.npy`` with
     ``resume`` leaves that shard staged and no file; resumed, it keeps it,
     makes the others and writes the same file, then removes the staging."""
-    write = ShardWriter.write
-    made = []
-
-    def interrupted_after_the_first(writer, index, *args, **kwargs):
-        made.append(index)
-        if index > 0:
-            raise KeyboardInterrupt
-        write(writer, index, *args, **kwargs)
-
     output = tmp_path / "v.npy"
     arguments = {"output": output, "shard_images": 2, "resume": True, "n_jobs": 1}
-    monkeypatch.setattr(ShardWriter, "write", interrupted_after_the_first)
+    interrupt_after_the_first_shard(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         encode_images(messy, small_codebook, **arguments)
     assert not output.exists()
     assert len(list(staging_folder(output).glob("part-00000-*.json"))) == 1
-    made.clear()
-    monkeypatch.setattr(ShardWriter, "write", write)
+    monkeypatch.undo()
     encode_images(messy, small_codebook, **arguments)
     vectors, names = read_vectors(output)
     assert names == MESSY_NAMES

@@ -14,8 +14,8 @@ import time
 
 import pytest
 from photos import DATA, PHOTOS
+from shard_folders import interrupt_after_the_first_shard
 
-from vlad.formats._shards import ShardWriter
 from vlad.formats._vectors import vector_file_paths
 from vlad.pipeline._sinks import staging_folder
 
@@ -84,13 +84,6 @@ def test_ctrl_c_keeps_a_files_staged_shards_and_resume_finishes_it(
     file an uninterrupted run writes; a finished file is not resumed again,
     and a replacing run without --resume removes what an interrupted one
     staged."""
-    write = ShardWriter.write
-
-    def interrupted_after_the_first(writer, index, *args, **kwargs):
-        if index > 0:
-            raise KeyboardInterrupt
-        write(writer, index, *args, **kwargs)
-
     photos = tmp_path / "photos"
     photos.mkdir()
     for name in PHOTOS[:3]:
@@ -99,7 +92,7 @@ def test_ctrl_c_keeps_a_files_staged_shards_and_resume_finishes_it(
     options = ("--max-side", 64, "-j", 1)
     args = ("extract", photos, *options, "-o", output, "--shard-images", 1)
     run("extract", photos, *options, "-o", tmp_path / "whole.npz")
-    monkeypatch.setattr(ShardWriter, "write", interrupted_after_the_first)
+    interrupt_after_the_first_shard(monkeypatch)
     result = run(*args, "--resume", exit_code=130)
     assert result.stderr.endswith(
         f"interrupted; the finished shards of {output} are kept in "
@@ -113,7 +106,7 @@ def test_ctrl_c_keeps_a_files_staged_shards_and_resume_finishes_it(
     assert not staging_folder(output).exists()
     refused = run(*args, "--resume", exit_code=1)
     assert "the run writing it finished, and --resume finishes only" in (refused.stderr)
-    monkeypatch.setattr(ShardWriter, "write", interrupted_after_the_first)
+    interrupt_after_the_first_shard(monkeypatch)
     run(*args, "--resume", "--overwrite", exit_code=130)
     monkeypatch.undo()
     assert staging_folder(output).exists()

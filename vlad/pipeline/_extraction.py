@@ -26,7 +26,7 @@ from vlad.pipeline._batch import (
 from vlad.pipeline._cluster import require_client
 from vlad.pipeline._descriptor_shards import DESCRIPTOR_SHARD_IMAGES, descriptor_kind
 from vlad.pipeline._shard_runs import run_shards
-from vlad.pipeline._sinks import is_folder_output
+from vlad.pipeline._sinks import is_folder_output, open_sink
 
 __all__ = ["extract_images", "extract_images_to_folder", "read_descriptor_sets"]
 
@@ -143,16 +143,9 @@ def extract_images(
         keeps_shards=is_folder_output(output) or resume or client is not None,
         line_breaks=is_folder_output(output),
     )
+    sink = open_sink(kind, output, overwrite=overwrite, resume=resume, client=client)
     return run_shards(
-        kind,
-        images,
-        output,
-        shard_size=shard_images,
-        overwrite=overwrite,
-        resume=resume,
-        n_jobs=n_jobs,
-        progress=progress,
-        client=client,
+        kind, images, sink, n_jobs=n_jobs, progress=progress, client=client
     )
 
 

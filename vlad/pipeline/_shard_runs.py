@@ -2,11 +2,11 @@
 and wherever they go.
 
 A run is planned once (:func:`plan_shard_run`: its items fall into shards of
-``shard_size``, each shard gets a key, and a resumed run keeps the shards its
-sink says are finished, whole and of the same key), its shards are made in
-this process (:func:`make_shards_here`) or on a Dask cluster
-(:func:`vlad.pipeline._cluster.make_shards_on_cluster`), each handed to the
-sink as soon as it is made, and the sink commits the run last
+the kind's ``shard_images``, each shard gets a key, and a resumed run keeps
+the shards its sink says are finished, whole and of the same key), its
+shards are made in this process (:func:`make_shards_here`) or on a Dask
+cluster (:func:`vlad.pipeline._cluster.make_shards_on_cluster`), each handed
+to the sink as soon as it is made, and the sink commits the run last
 (:func:`commit_shard_run`). The rows do not depend on where they were made,
 nor on where a run was interrupted.
 
@@ -30,7 +30,7 @@ from typing import Any
 from vlad.core._pool import Progress
 from vlad.formats._shards import shard_key
 from vlad.pipeline._cluster import make_shards_on_cluster
-from vlad.pipeline._sinks import OutputFile, Shard, Sink, open_sink
+from vlad.pipeline._sinks import OutputFile, Shard, Sink
 
 __all__ = [
     "Shard",
@@ -53,6 +53,8 @@ class ShardKind(abc.ABC):
     ----------
     noun : str
         What the shards hold, for messages (``"vector"``, ``"descriptor"``).
+    shard_images : int
+        Items each shard covers.
     settings : dict
         What every shard of the run shares (hashed into each shard's key).
     n_columns : int
@@ -64,6 +66,7 @@ class ShardKind(abc.ABC):
     """
 
     noun: str
+    shard_images: int
     settings: dict
     n_columns: int
     extras: Mapping[str, int] = types.MappingProxyType({})
@@ -152,15 +155,12 @@ class ShardRun:
         return sum(len(group) for group in self.groups)
 
 
-def plan_shard_run(
-    kind: ShardKind, items: Sequence, sink: Sink, *, shard_size: int
-) -> ShardRun:
-    """A run of ``items`` in shards of ``shard_size`` into ``sink``, which
-    keeps the shards an interrupted run finished (whole, of the same key)."""
-    groups = [
-        list(items[start : start + shard_size])
-        for start in range(0, len(items), shard_size)
-    ]
+def plan_shard_run(kind: ShardKind, items: Sequence, sink: Sink) -> ShardRun:
+    """A run of ``items`` in shards of ``kind.shard_images`` into ``sink``,
+    which keeps the shards an interrupted run finished (whole, of the same
+    key)."""
+    size = kind.shard_images
+    groups = [list(items[start : start + size]) for start in range(0, len(items), size)]
     settings = kind.settings
     keys = [shard_key(settings, kind.identities(group)) for group in groups]
     shards = [sink.finished(kind, index, key) for index, key in enumerate(keys)]
@@ -213,32 +213,24 @@ def commit_shard_run(run: ShardRun) -> Any:
 def run_shards(
     kind: ShardKind,
     items: Sequence,
-    output: str | os.PathLike | None,
+    sink: Sink,
     *,
-    shard_size: int,
-    overwrite: bool = False,
-    resume: bool = False,
     n_jobs: int | None = None,
     progress: Progress | None = None,
     client: Any = None,
 ) -> Any:
     """Plan, make (here, or on ``client``'s Dask cluster) and commit a run of
-    ``items`` into ``output`` (memory, a file or a folder, as
-    :func:`vlad.pipeline._sinks.open_sink` says), and give its result.
+    ``items`` into ``sink`` (see :func:`vlad.pipeline._sinks.open_sink`), and
+    give its result.
 
     Raises
     ------
-    FileExistsError
-        The output exists, without ``overwrite`` (or ``resume``, for a
-        folder).
     ValueError
-        As the kind's result, a folder that holds other files, or an output
-        the kind does not write.
+        As the kind's result raises it (no item could be read).
     RuntimeError
         A shard's task killed every Dask worker it ran on.
     """
-    sink = open_sink(kind, output, overwrite=overwrite, resume=resume, client=client)
-    run = plan_shard_run(kind, items, sink, shard_size=shard_size)
+    run = plan_shard_run(kind, items, sink)
     if client is None:
         make_shards_here(run, n_jobs, progress)
     else:

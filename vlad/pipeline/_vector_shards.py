@@ -34,7 +34,7 @@ from vlad.pipeline._cluster import require_client
 from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES, EncodedImages
 from vlad.pipeline._extraction import read_descriptor_sets
 from vlad.pipeline._shard_runs import ShardKind, run_shards
-from vlad.pipeline._sinks import is_folder_output
+from vlad.pipeline._sinks import is_folder_output, open_sink
 from vlad.pipeline._vector_kinds import DescriptorFileVectors, ImageVectors
 
 __all__ = [
@@ -238,16 +238,9 @@ def encode_images(
             options,
             shard_images,
         )
+    sink = open_sink(kind, output, overwrite=overwrite, resume=resume, client=client)
     return run_shards(
-        kind,
-        items,
-        output,
-        shard_size=shard_images,
-        overwrite=overwrite,
-        resume=resume,
-        n_jobs=n_jobs,
-        progress=progress,
-        client=client,
+        kind, items, sink, n_jobs=n_jobs, progress=progress, client=client
     )
 
 
