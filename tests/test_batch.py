@@ -19,13 +19,13 @@ from photos import (
 )
 
 import vlad
-import vlad.pipeline._encoding
+import vlad.pipeline._vector_kinds
 from vlad._extras import install_command
 from vlad.core._pool import map_in_order
 from vlad.images._files import read_image
 from vlad.images._sift import SiftOptions, extract_keypoints_with_options, extract_sift
-from vlad.pipeline._encoding import encode_images
 from vlad.pipeline._extraction import extract_images, read_descriptor_sets
+from vlad.pipeline._vector_shards import encode_images
 from vlad.pipeline._vocabularies import fit_codebook_to_images
 
 
@@ -120,7 +120,7 @@ def test_encode_images_equals_encode_on_the_same_descriptors(photo_sets, codeboo
 
 
 def test_encoding_in_chunks_changes_nothing(photo_sets, codebook, monkeypatch):
-    monkeypatch.setattr(vlad.pipeline._encoding, "ENCODE_CHUNK_IMAGES", 3)
+    monkeypatch.setattr(vlad.pipeline._vector_kinds, "ENCODE_CHUNK_IMAGES", 3)
     result = encode_images(DATA, codebook, power=0.5, mass=True, n_jobs=2)
     expected = vlad.encode(photo_sets, codebook, power=0.5, mass=True)
     np.testing.assert_allclose(result.vectors, expected, rtol=1e-6, atol=1e-7)

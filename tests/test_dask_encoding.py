@@ -20,7 +20,9 @@ from vlad.images._extractors import extractor_for_codebook
 from vlad.pipeline._batch import walk_batch
 from vlad.pipeline._cluster import dask_client, make_shards_on_cluster, worker_codebook
 from vlad.pipeline._shard_runs import plan_shard_run
-from vlad.pipeline._vector_shards import ImageVectors, encode_images_to_folder
+from vlad.pipeline._sinks import FolderSink
+from vlad.pipeline._vector_kinds import ImageVectors
+from vlad.pipeline._vector_shards import encode_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
@@ -136,9 +138,8 @@ def test_workers_load_the_codebook_once_and_check_it(client, tmp_path):
         vlad.EncodingOptions(),
         4,
     )
-    planned = plan_shard_run(
-        kind, images, tmp_path / "v", shard_size=4, overwrite=False, resume=False
-    )
+    sink = FolderSink(tmp_path / "v", "vector", overwrite=False, resume=False)
+    planned = plan_shard_run(kind, images, sink)
     with pytest.raises(ValueError, match=f"not {second.fingerprint}"):
         make_shards_on_cluster(planned, client)
     assert not (tmp_path / "v" / "manifest.json").exists()
@@ -197,8 +198,11 @@ def test_the_command_line_on_a_scheduler(client, codebook_file, messy, tmp_path)
         *args, "-o", tmp_path / "x", "--scheduler", address, "-j", 2, exit_code=2
     )
     assert "-j sets the workers of --dask's local cluster" in result.stderr
-    result = run(*args, "-o", tmp_path / "x.npy", "--dask", exit_code=2)
-    assert "need a folder output" in result.stderr
+    # A .npy's shards are made there too, staged beside it, then written here.
+    run(*args, "-o", tmp_path / "dask.npy", "--scheduler", address)
+    run(*args, "-o", tmp_path / "here.npy")
+    assert (tmp_path / "dask.npy").read_bytes() == (tmp_path / "here.npy").read_bytes()
+    assert not (tmp_path / ".dask.npy.parts").exists()
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from photos import DATA, FAST_OPTIONS
 from shard_folders import folder_bytes
 
 import vlad
-from vlad.pipeline._descriptor_shards import extract_images_to_folder
+from vlad.pipeline._extraction import extract_images_to_folder
 
 distributed = pytest.importorskip("distributed")
 FAST = ["--max-side", str(FAST_OPTIONS["max_side"])]
@@ -104,8 +104,11 @@ def test_the_command_line_on_a_scheduler(cluster_client, messy, tmp_path):
         *args, "-o", tmp_path / "x", "--scheduler", address, "-j", 2, exit_code=2
     )
     assert "-j sets the workers of --dask's local cluster" in result.stderr
-    result = run(*args, "-o", tmp_path / "x.npz", "--dask", exit_code=2)
-    assert "need a folder output (a name without .npz)" in result.stderr
+    # An .npz's shards are made there too, staged beside it, then written here.
+    run(*args, "-o", tmp_path / "dask.npz", "--scheduler", address)
+    run(*args, "-o", tmp_path / "here.npz")
+    assert (tmp_path / "dask.npz").read_bytes() == (tmp_path / "here.npz").read_bytes()
+    assert not (tmp_path / ".dask.npz.parts").exists()
 
 
 @pytest.mark.slow

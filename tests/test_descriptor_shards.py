@@ -19,7 +19,7 @@ import vlad
 from vlad.formats._descriptor_files import read_descriptor_file
 from vlad.formats._descriptor_shards import open_descriptor_shards
 from vlad.formats._shards import MANIFEST_NAME
-from vlad.pipeline._descriptor_shards import extract_images_to_folder
+from vlad.pipeline._extraction import extract_images_to_folder
 from vlad.pipeline._vector_shards import encode_images_to_folder
 
 

@@ -37,7 +37,7 @@ from vlad.images._describe import describe_files  # noqa: E402
 from vlad.images._files import ImageFile  # noqa: E402
 from vlad.images._learned import LearnedOptions  # noqa: E402
 from vlad.images._learned_batches import describe_learned  # noqa: E402
-from vlad.pipeline._descriptor_shards import extract_images_to_folder  # noqa: E402
+from vlad.pipeline._extraction import extract_images_to_folder  # noqa: E402
 
 #: Small images keep the network fast in the default run (about 0.1 s each).
 FAST = {"features": "aliked", "max_side": 128, "device": "cpu"}

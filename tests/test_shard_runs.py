@@ -12,6 +12,7 @@ from shard_folders import folder_bytes
 
 from vlad.formats._shards import MANIFEST_NAME
 from vlad.pipeline._shard_runs import Shard, ShardKind, run_shards
+from vlad.pipeline._sinks import FolderSink
 
 
 class Squares(ShardKind):
@@ -20,6 +21,7 @@ class Squares(ShardKind):
 
     noun = "vector"
     n_columns = 2
+    shard_images = 3
 
     def __init__(self, tag: str = "a"):
         self.settings = {"tag": tag}
@@ -46,17 +48,16 @@ class Squares(ShardKind):
     def open(self, folder):
         return json.loads((folder / MANIFEST_NAME).read_text())
 
+    def stack(self, shards):
+        return np.concatenate([shard.array for shard in shards])
+
+    def result(self, run, rows):
+        return rows
+
 
 def run(kind, folder, *, resume=False, progress=None):
-    return run_shards(
-        kind,
-        list(range(7)),
-        folder,
-        shard_size=3,
-        overwrite=False,
-        resume=resume,
-        progress=progress,
-    )
+    sink = FolderSink(folder, kind.noun, overwrite=False, resume=resume)
+    return run_shards(kind, list(range(7)), sink, progress=progress)
 
 
 def test_a_run_writes_each_shard_and_the_manifest_last(tmp_path):

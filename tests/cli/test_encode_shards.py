@@ -13,7 +13,7 @@ import time
 
 import pytest
 from photos import DATA, PHOTOS
-from shard_folders import folder_bytes
+from shard_folders import folder_bytes, interrupt_after_the_first_shard
 
 import vlad
 from vlad.pipeline._vector_shards import encode_images_to_folder
@@ -61,8 +61,10 @@ def test_a_folder_is_replaced_or_resumed_only_when_asked(tmp_path, codebook_path
     assert folder_bytes(tmp_path / "v") == before
     run(*args, "--overwrite", "--power", 0.5)
     assert folder_bytes(tmp_path / "v") != before
-    misused = run(*args[:-1], tmp_path / "v.npy", "--resume", exit_code=2)
-    assert "--resume needs a folder output" in misused.output
+    written = run(*args[:-1], tmp_path / "v.npy", exit_code=0)
+    resumed = run(*args[:-1], tmp_path / "v.npy", "--resume", exit_code=1)
+    assert "finished, and --resume finishes only a file not yet" in resumed.output
+    assert written.output and not (tmp_path / ".v.npy.parts").exists()
 
 
 @pytest.fixture(scope="module")
@@ -152,18 +154,9 @@ def test_ctrl_c_says_what_was_kept_and_resume_finishes_it(
 ):
     """Interrupted after its first shard: the message says the finished shards
     stay and --resume finishes the folder; the resumed run says it kept one."""
-    from vlad.formats._shards import ShardWriter
-
-    write = ShardWriter.write
-
-    def interrupted_after_the_first(writer, index, *args, **kwargs):
-        if index > 0:
-            raise KeyboardInterrupt
-        write(writer, index, *args, **kwargs)
-
     folder = tmp_path / "v"
     args = ("encode", DATA, "-c", codebook_path, "-o", folder, "--shard-images", 3)
-    monkeypatch.setattr(ShardWriter, "write", interrupted_after_the_first)
+    interrupt_after_the_first_shard(monkeypatch)
     result = run(*args, exit_code=130)
     assert result.stderr.endswith(
         f"interrupted; the finished shards of {folder} are kept: the same command "

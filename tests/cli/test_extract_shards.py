@@ -19,7 +19,7 @@ from shard_folders import folder_bytes
 import vlad
 from benchmarks.scale import make_photos
 from vlad.formats._descriptor_files import read_descriptor_file
-from vlad.pipeline._descriptor_shards import extract_images_to_folder
+from vlad.pipeline._extraction import extract_images_to_folder
 
 from .conftest import FAST, run
 
@@ -75,8 +75,10 @@ def test_a_folder_is_replaced_or_resumed_only_when_asked(tmp_path):
     assert folder_bytes(tmp_path / "d") == before
     run(*args, "--overwrite", "--max-keypoints", 20)
     assert folder_bytes(tmp_path / "d") != before
-    misused = run(*args[:-1], tmp_path / "d.npz", "--resume", exit_code=2)
-    assert "--resume needs a folder output" in misused.output
+    run(*args[:-1], tmp_path / "d.npz", "--resume")
+    resumed = run(*args[:-1], tmp_path / "d.npz", "--resume", exit_code=1)
+    assert "finished, and --resume finishes only a file not yet" in resumed.output
+    assert not (tmp_path / ".d.npz.parts").exists()
     suffix = run(*args[:-1], tmp_path / "d.npy", exit_code=2)
     assert "must end in .npz, or have no suffix" in suffix.output
 

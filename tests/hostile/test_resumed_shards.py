@@ -12,7 +12,7 @@ from photos import DATA
 from shard_folders import folder_bytes
 
 from hostile.conftest import invoke, record
-from vlad.pipeline._descriptor_shards import extract_images_to_folder
+from vlad.pipeline._extraction import extract_images_to_folder
 
 OPTIONS = {"max_side": 128}
 

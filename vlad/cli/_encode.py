@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from vlad.cli._folder_outputs import (
-    check_file_output,
-    check_folder_output,
+    check_output,
     dask_options,
     file_or_folder_output,
     folder_client,
     shard_options,
+    written_to,
 )
 from vlad.cli._options import (
     assignment_options,
@@ -26,7 +26,6 @@ from vlad.cli._options import (
 )
 from vlad.cli._reporting import (
     DENSE_ADVICE,
-    check_outputs,
     count,
     dense_advice,
     library_errors,
@@ -36,15 +35,12 @@ from vlad.cli._reporting import (
 from vlad.core._options import EncodingOptions
 from vlad.core._parameters import INTRA, L2, MASS, POWER
 from vlad.core.aggregators import AGGREGATORS
-from vlad.formats._descriptor_files import descriptor_file_in
-from vlad.formats._hloc_global import write_global_features
-from vlad.formats._vectors import save_vectors, vector_file_paths
-from vlad.pipeline._batch import BatchReport
-from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES, encode_images
+from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES
+from vlad.pipeline._vector_kinds import VECTOR_FILES
 from vlad.pipeline._vector_shards import (
     SHARD_IMAGES,
     check_shard_images,
-    encode_images_to_folder,
+    encode_images,
 )
 
 __all__ = ["encode"]
@@ -84,13 +80,15 @@ _DENSE_ADVICE = f"{DENSE_ADVICE} (with a codebook fitted with --dense)"
 @assignment_options
 @shard_options(
     SHARD_IMAGES,
-    "Images each shard of a folder covers (a multiple of "
+    "Images each shard covers, of a folder or staged for a file (a multiple of "
     f"{ENCODE_CHUNK_IMAGES} above {ENCODE_CHUNK_IMAGES}).",
-    "Finish an interrupted run into a folder: keep the shards it wrote "
-    "with the same codebook, options and images; make the others.",
+    "Finish an interrupted run: keep the shards it wrote with the same "
+    "codebook, options and images; make the others. A file's shards are kept "
+    "in .NAME.parts beside it until it is written: resume a run started with "
+    "--resume (a file already written is not resumed).",
     check=check_shard_images,
 )
-@dask_options("images, codebook and folder")
+@dask_options("images, codebook and output folder")
 @descriptor_options(from_codebook=True)
 @jobs_option
 @overwrite_option
@@ -134,10 +132,12 @@ def encode(
       NAME/manifest.json        written last: as NAME.json, and the shards
     An output ending in .h5 is hloc's global features: a group per image with
     its vector as dataset global_descriptor, for hloc's pairs_from_retrieval.
-    An interrupted run into a folder continues with --resume. With --dask or
-    --scheduler, a Dask cluster makes the shards: each task writes one, the
-    manifest is written here once all are, and the folder is the same, byte for
-    byte, as without.
+    Every output holds the same vectors. An interrupted run into a folder
+    continues with --resume; a run into a file started with --resume keeps its
+    shards in .NAME.parts beside it, and continues so, until the file is
+    written. With --dask or --scheduler, a Dask cluster makes the shards: each
+    task writes one (a file's, in .NAME.parts), the manifest or file is written
+    here once all are, and the output is the same, byte for byte, as without.
 
     An unreadable file is skipped (and listed in the record); an image without
     keypoints gets a zero row.
@@ -155,128 +155,38 @@ def encode(
             mass=mass,
             **variants,
         )
-    if output.suffix.lower() not in (".npy", ".h5"):
-        _encode_to_folder(
-            inputs,
-            codebook,
-            output,
-            options,
-            shard_images=shard_images,
-            resume=resume,
-            use_dask=use_dask,
-            scheduler=scheduler,
-            descriptor_options=descriptor_options,
-            extractor=extractor,
-            n_jobs=n_jobs,
-            overwrite=overwrite,
-            verbosity=verbosity,
-        )
-        return
-    hloc = output.suffix.lower() == ".h5"
-    check_file_output(output.suffix.lower(), resume, use_dask, scheduler)
-    with library_errors():
-        outputs = (output,) if hloc else vector_file_paths(output)
-    check_outputs(outputs, overwrite)
-    with library_errors(), progress_bar(verbosity, "Encoding") as progress:
-        result = encode_images(
-            inputs,
-            codebook,
-            options,
-            descriptor_options=descriptor_options,
-            extractor=extractor,
-            n_jobs=n_jobs,
-            progress=progress,
-        )
-        save = write_global_features if hloc else save_vectors
-        save(
-            output,
-            result.vectors,
-            result.names,
-            result.record(),
-            overwrite=overwrite,
-        )
-    n_images, n_dimensions = result.vectors.shape
-    if hloc:
-        logger.info(
-            "wrote the VLAD vectors of %s (%d x %d, codebook %s) to %s, hloc's "
-            "global features",
-            count(n_images, "image"),
-            n_images,
-            n_dimensions,
-            result.codebook.fingerprint,
-            output,
-        )
-        report_skipped(
-            result.report, vectors=True, advice=_DENSE_ADVICE, listed_in=output
-        )
-        return
-    logger.info(
-        "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, "
-        "their names to %s and a report to %s",
-        count(n_images, "image"),
-        n_images,
-        n_dimensions,
-        result.codebook.fingerprint,
-        *outputs,
-    )
-    report_skipped(
-        result.report,
-        vectors=True,
-        advice=dense_advice(result.descriptor, _DENSE_ADVICE),
-        listed_in=output,
-    )
-
-
-def _encode_to_folder(
-    inputs,
-    codebook,
-    output,
-    options,
-    *,
-    verbosity,
-    overwrite,
-    resume,
-    use_dask,
-    scheduler,
-    n_jobs,
-    **settings,
-) -> None:
-    """``vlad encode`` into a folder of shards, here or on a Dask cluster."""
-    check_folder_output(output, overwrite, resume)
+    check_output(output, VECTOR_FILES, overwrite, resume)
     with (
         library_errors(),
         folder_client(use_dask, scheduler, n_jobs) as (client, n_jobs),
         progress_bar(verbosity, "Encoding") as progress,
     ):
-        shards = encode_images_to_folder(
+        result = encode_images(
             inputs,
             codebook,
-            output,
             options,
+            output=output,
+            descriptor_options=descriptor_options,
+            extractor=extractor,
+            n_jobs=n_jobs,
             progress=progress,
+            shard_images=shard_images,
             overwrite=overwrite,
             resume=resume,
             client=client,
-            n_jobs=n_jobs,
-            **settings,
         )
+    n_images, n_dimensions = result.vectors.shape
     logger.info(
-        "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s, in %s",
-        count(shards.shape[0], "image"),
-        *shards.shape,
-        shards.record["codebook"]["fingerprint"],
-        output,
-        count(len(shards.blocks), "shard"),
+        "wrote the VLAD vectors of %s (%d x %d float32, codebook %s) to %s",
+        count(n_images, "image"),
+        n_images,
+        n_dimensions,
+        result.codebook.fingerprint,
+        written_to(output, result.vectors),
     )
     report_skipped(
-        BatchReport(
-            shards.record["n_found"],
-            shards.names,
-            {entry["name"]: entry["reason"] for entry in shards.record["skipped"]},
-            shards.record["empty"],
-            descriptor_file_in(inputs),
-        ),
+        result.report,
         vectors=True,
-        advice=_DENSE_ADVICE,
+        advice=dense_advice(result.descriptor, _DENSE_ADVICE),
         listed_in=output,
     )

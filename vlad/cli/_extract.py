@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from vlad.cli._folder_outputs import (
-    check_file_output,
-    check_folder_output,
+    check_output,
     dask_options,
     file_or_folder_output,
     folder_client,
     shard_options,
+    written_to,
 )
 from vlad.cli._options import (
     descriptor_options,
@@ -23,7 +23,6 @@ from vlad.cli._options import (
     verbosity_options,
 )
 from vlad.cli._reporting import (
-    check_outputs,
     count,
     dense_advice,
     library_errors,
@@ -31,11 +30,7 @@ from vlad.cli._reporting import (
     report_skipped,
 )
 from vlad.images._extractors import descriptor_kind
-from vlad.pipeline._batch import BatchReport
-from vlad.pipeline._descriptor_shards import (
-    DESCRIPTOR_SHARD_IMAGES,
-    extract_images_to_folder,
-)
+from vlad.pipeline._descriptor_shards import DESCRIPTOR_SHARD_IMAGES, ImageDescriptors
 from vlad.pipeline._extraction import extract_images
 
 __all__ = ["extract"]
@@ -51,11 +46,13 @@ logger = logging.getLogger("vlad.cli")
 )
 @shard_options(
     DESCRIPTOR_SHARD_IMAGES,
-    "Images each shard of a folder covers.",
-    "Finish an interrupted run into a folder: keep the shards it wrote "
-    "with the same options and images; make the others.",
+    "Images each shard covers, of a folder or staged for a file.",
+    "Finish an interrupted run: keep the shards it wrote with the same "
+    "options and images; make the others. An .npz's shards are kept in "
+    ".NAME.parts beside it until it is written: resume a run started with "
+    "--resume (a file already written is not resumed).",
 )
-@dask_options("images and folder")
+@dask_options("images and output folder")
 @descriptor_options(from_codebook=False)
 @jobs_option
 @overwrite_option
@@ -95,99 +92,43 @@ def extract(
       NAME/part-00000-KEY.keypoints.npy  their keypoint positions
       NAME/part-00000-KEY.json           their names and numbers of descriptors
       NAME/manifest.json                 written last: the shards, the options
-    An interrupted run into a folder continues with --resume. With --dask or
-    --scheduler, a Dask cluster makes the shards: each task writes one, the
-    manifest is written here once all are, and the folder is the same, byte for
-    byte, as without.
+    Both hold the same descriptors. An interrupted run into a folder continues
+    with --resume; a run into an .npz started with --resume keeps its shards in
+    .NAME.parts beside it, and continues so, until the file is written. With
+    --dask or --scheduler, a Dask cluster makes the shards: each task writes
+    one (an .npz's, in .NAME.parts), the manifest or file is written here once
+    all are, and the output is the same, byte for byte, as without. A --extractor
+    callable gives no keypoints: its descriptors go to an .npz, without
+    --resume, --dask or --scheduler.
 
     \b
     Examples:
         vlad extract data -o descriptors.npz
         vlad extract data -o aliked.npz --features aliked --weights aliked-n16.pth
     """
-    if output.suffix.lower() != ".npz":
-        _extract_to_folder(
-            inputs,
-            output,
-            descriptor_options,
-            shard_images=shard_images,
-            resume=resume,
-            use_dask=use_dask,
-            scheduler=scheduler,
-            extractor=extractor,
-            n_jobs=n_jobs,
-            overwrite=overwrite,
-            verbosity=verbosity,
-        )
-        return
-    check_file_output(".npz", resume, use_dask, scheduler)
-    check_outputs([output], overwrite)
-    with library_errors(), progress_bar(verbosity, "Extracting") as progress:
-        sets, report = extract_images(
-            inputs,
-            descriptor_options,
-            extractor=extractor,
-            n_jobs=n_jobs,
-            progress=progress,
-        )
-        sets.save(output, overwrite=overwrite)
-    logger.info(
-        "wrote %s of %s (%s) to %s",
-        count(sets.descriptors.shape[0], "descriptor"),
-        count(len(sets), "image"),
-        descriptor_kind(sets.metadata),
-        output,
-    )
-    report_skipped(report, listed_in=output, advice=dense_advice(sets.metadata))
-
-
-def _extract_to_folder(
-    inputs,
-    output,
-    descriptor_options,
-    *,
-    verbosity,
-    overwrite,
-    resume,
-    use_dask,
-    scheduler,
-    n_jobs,
-    **settings,
-) -> None:
-    """``vlad extract`` into a folder of shards, here or on a Dask cluster."""
-    check_folder_output(output, overwrite, resume)
+    check_output(output, ImageDescriptors.files, overwrite, resume)
     with (
         library_errors(),
         folder_client(use_dask, scheduler, n_jobs) as (client, n_jobs),
         progress_bar(verbosity, "Extracting") as progress,
     ):
-        shards = extract_images_to_folder(
+        sets, report = extract_images(
             inputs,
-            output,
             descriptor_options,
+            output=output,
+            extractor=extractor,
+            n_jobs=n_jobs,
             progress=progress,
+            shard_images=shard_images,
             overwrite=overwrite,
             resume=resume,
             client=client,
-            n_jobs=n_jobs,
-            **settings,
         )
-    record = shards.record
     logger.info(
-        "wrote %s of %s (%s) to %s, in %s",
-        count(record["n_descriptors"], "descriptor"),
-        count(len(shards), "image"),
-        descriptor_kind(shards.metadata),
-        output,
-        count(shards.n_shards, "shard"),
+        "wrote %s of %s (%s) to %s",
+        count(int(sum(sets.lengths)), "descriptor"),
+        count(len(sets), "image"),
+        descriptor_kind(sets.metadata),
+        written_to(output, sets),
     )
-    report_skipped(
-        BatchReport(
-            record["n_found"],
-            shards.names,
-            {entry["name"]: entry["reason"] for entry in record["skipped"]},
-            record["empty"],
-        ),
-        listed_in=output,
-        advice=dense_advice(shards.metadata),
-    )
+    report_skipped(report, listed_in=output, advice=dense_advice(sets.metadata))

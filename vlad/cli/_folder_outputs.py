@@ -1,27 +1,29 @@
-"""The options and checks of commands that write a file or a folder of shards
-(``vlad extract``, ``vlad encode``)."""
+"""The options, checks and messages of commands that write a file or a folder
+of shards (``vlad extract``, ``vlad encode``)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 from vlad._extras import install_command
-from vlad.cli._reporting import printable
+from vlad.cli._reporting import check_outputs, count, printable
+from vlad.formats._vectors import vector_file_paths
 from vlad.pipeline._cluster import dask_client
+from vlad.pipeline._sinks import OutputFile
 
 __all__ = [
-    "check_file_output",
-    "check_folder_output",
+    "check_output",
     "dask_options",
     "file_or_folder_output",
     "folder_client",
     "shard_options",
+    "written_to",
 ]
 
 logger = logging.getLogger("vlad.cli")
@@ -83,9 +85,23 @@ def shard_options(
     return decorate
 
 
-def check_folder_output(output: Path, overwrite: bool, resume: bool) -> None:
-    """A one-line error unless a folder of shards may be written at ``output``:
-    its parent exists, and it does not unless replaced or resumed."""
+def check_output(
+    output: Path, files: Mapping[str, OutputFile], overwrite: bool, resume: bool
+) -> None:
+    """A one-line error, before any work, unless ``output`` may be written: a
+    folder of shards (a name without a suffix) whose parent exists and that
+    does not exist unless replaced or resumed, or a file of ``files`` (by
+    suffix) that, with the files beside it, does not exist unless replaced."""
+    if output.suffix:
+        paths = files[output.suffix.lower()].paths(output)
+        if resume and not overwrite and any(path.exists() for path in paths):
+            raise click.ClickException(
+                f"{printable(str(output))} already exists: the run writing it "
+                "finished, and --resume finishes only a file not yet written; "
+                "pass --overwrite to replace it"
+            )
+        check_outputs(paths, overwrite)
+        return
     if not output.parent.is_dir():
         raise click.ClickException(
             f"the folder of {printable(str(output))} does not exist"
@@ -97,6 +113,21 @@ def check_folder_output(output: Path, overwrite: bool, resume: bool) -> None:
         )
 
 
+def written_to(output: Path, rows: Any) -> str:
+    """Where a run's ``rows`` were written, for its summary line: the output,
+    and the files beside it or its shards."""
+    suffix = output.suffix.lower()
+    if suffix == ".npy":
+        return "{}, their names to {} and a report to {}".format(
+            *vector_file_paths(output)
+        )
+    if suffix == ".h5":
+        return f"{output}, hloc's global features"
+    if not suffix:
+        return f"{output}, in {count(rows.n_shards, 'shard')}"
+    return str(output)
+
+
 def dask_options(shared: str) -> Callable[[Callable], Callable]:
     """``--dask`` (as ``use_dask``) and ``--scheduler``; ``shared`` names the
     files every worker must see (``"images and folder"``)."""
@@ -105,32 +136,20 @@ def dask_options(shared: str) -> Callable[[Callable], Callable]:
         command = click.option(
             "--scheduler",
             metavar="ADDRESS",
-            help="Make the shards of a folder on the Dask cluster of this "
-            f"scheduler (tcp://host:8786); {shared} must be at the same paths "
-            "on every worker.",
+            help="Make the shards on the Dask cluster of this scheduler "
+            f"(tcp://host:8786); {shared} must be at the same paths on every "
+            "worker.",
         )(command)
         return click.option(
             "--dask",
             "use_dask",
             is_flag=True,
-            help="Make the shards of a folder on a Dask cluster of -j worker "
-            "processes on this machine, one task per shard (needs: "
-            f"{install_command('dask')}).",
+            help="Make the shards on a Dask cluster of -j worker processes on "
+            "this machine, one task per shard, each written by its worker (a "
+            f"file's, in .NAME.parts beside it; needs: {install_command('dask')}).",
         )(command)
 
     return decorate
-
-
-def check_file_output(suffix: str, resume: bool, use_dask: bool, scheduler) -> None:
-    """A usage error for the options that only a folder output takes."""
-    if resume:
-        raise click.UsageError(
-            f"--resume needs a folder output (a name without {suffix})"
-        )
-    if use_dask or scheduler:
-        raise click.UsageError(
-            f"--dask and --scheduler need a folder output (a name without {suffix})"
-        )
 
 
 @contextlib.contextmanager

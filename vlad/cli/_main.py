@@ -178,6 +178,15 @@ class VladGroup(LazyGroup):
                 f"the finished {parts} of {printable(str(output))} are kept: the "
                 "same command with --resume finishes it"
             )
+        if resumable and output is not None and sub.params.get("resume"):
+            # A file's run with --resume stages its shards beside it.
+            staged = output.with_name(f".{output.name}.parts")
+            if staged.is_dir():
+                return (
+                    f"the finished shards of {printable(str(output))} are kept "
+                    f"in {printable(str(staged))}: the same command with --resume "
+                    "finishes it"
+                )
         return kept
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "MANIFEST_NAME",
     "ShardWriter",
     "ShardedVectors",
+    "extra_name",
     "has_shards",
     "is_shard_folder",
     "open_shards",
@@ -140,6 +141,11 @@ class ShardedVectors:
     def ndim(self) -> int:
         """2."""
         return 2
+
+    @property
+    def n_shards(self) -> int:
+        """Shards of the folder."""
+        return len(self.blocks)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -312,7 +318,7 @@ class ShardWriter:
             rows = len(record["names"]) if n_rows is None else n_rows(record)
             shapes = {vectors_name: (rows, n_dimensions)}
             for name, n_columns in (extras or {}).items():
-                shapes[_extra_name(vectors_name, name)] = (rows, n_columns)
+                shapes[extra_name(vectors_name, name)] = (rows, n_columns)
             arrays = {}
             for name, shape in shapes.items():
                 array = read_numpy_file(self.folder / name, "shard", mmap=True)
@@ -376,7 +382,7 @@ def write_shard(
     folder = Path(folder)
     vectors_name, record_name = shard_names(index, record["key"])
     arrays = {vectors_name: vectors} | {
-        _extra_name(vectors_name, name): array for name, array in (extras or {}).items()
+        extra_name(vectors_name, name): array for name, array in (extras or {}).items()
     }
     arrays = {
         name: np.ascontiguousarray(array, dtype=np.float32)
@@ -404,7 +410,7 @@ def _shard_checksum(arrays: Mapping[str, np.ndarray], record: dict) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def _extra_name(vectors_name: str, name: str) -> str:
+def extra_name(vectors_name: str, name: str) -> str:
     """The file of the extra array ``name`` of the shard whose vectors are in
     ``vectors_name``."""
     return f"{vectors_name[: -len('.npy')]}.{name}.npy"

@@ -12,7 +12,6 @@ descriptors, so its VLAD vector is zero.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,7 +30,6 @@ __all__ = [
     "Features",
     "PathOrPaths",
     "check_any_read",
-    "chunks",
     "extract_in_order",
     "keep_readable",
     "path_list",
@@ -172,10 +170,3 @@ def readable_descriptors(
     for result in results:
         for _, descriptors in keep_readable([result], report):
             yield descriptors
-
-
-def chunks(items: Iterable, size: int) -> Iterator[list]:
-    """Consecutive lists of ``size`` items (the last may be shorter)."""
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk

@@ -170,7 +170,7 @@ def make_shards_on_cluster(
         return
     kind, resources = run.kind.for_cluster(client)
     n_done = run.n_items - sum(len(run.groups[index]) for index in todo)
-    folder = os.path.abspath(run.writer.folder)
+    folder = os.path.abspath(run.sink.folder)
     run_id = hashlib.sha256(folder.encode(errors="surrogateescape")).hexdigest()[:8]
     futures = {}
     for index in todo:

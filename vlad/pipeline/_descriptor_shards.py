@@ -1,15 +1,14 @@
-"""Descriptors of a large collection streamed to a folder of shards, resumable.
+"""The kind of shards of descriptors and keypoints of images: a shard's images
+described, its rows stacked in memory, written to an ``.npz``, or to a folder
+of shards (see :mod:`vlad.formats._descriptor_shards`).
 
-Images are read and described as by :func:`vlad.extract_images`, but each
-shard's descriptors and keypoint positions are written as soon as its images
-are described (see :mod:`vlad.formats._descriptor_shards`; the run is
-:mod:`vlad.pipeline._shard_runs`'s), so memory holds one shard, however many
-images there are. An interrupted run continues with
-``resume=True``: shards already written by the same run (same options and
-images) are kept, the others are made again, and the folder ends up the same,
-byte for byte, as an uninterrupted run's. Given a Dask client, the shards are
-made on its cluster instead, one task per shard
-(:mod:`vlad.pipeline._cluster`), into the same bytes.
+A run of them is :func:`vlad.extract_images`' (the engine is
+:mod:`vlad.pipeline._shard_runs`'): into a folder, each shard is written as
+soon as its images are described, so memory holds one shard, however many
+images there are; an interrupted run continues with ``resume=True``, keeping
+the shards the same run (same options and images) finished, into the same
+bytes; given a Dask client, the shards are made on its cluster, one task per
+shard (:mod:`vlad.pipeline._cluster`), into the same bytes.
 """
 
 from __future__ import annotations
@@ -18,13 +17,11 @@ import dataclasses
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 import numpy as np
 
 from vlad._version import __version__
-from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS
-from vlad.core._pool import Progress
+from vlad.core._descriptors import FORMAT_VERSION, KEYPOINT_FIELDS, DescriptorSets
 from vlad.errors import VladError, VladTypeError
 from vlad.formats._descriptor_shards import (
     KEYPOINTS_ARRAY,
@@ -32,6 +29,7 @@ from vlad.formats._descriptor_shards import (
     open_descriptor_shards,
 )
 from vlad.images._extractors import Extractor, resolve_extractor
+from vlad.images._files import ImageFile
 from vlad.pipeline._batch import (
     BatchReport,
     PathOrPaths,
@@ -39,15 +37,15 @@ from vlad.pipeline._batch import (
     path_list,
     walk_batch,
 )
-from vlad.pipeline._cluster import require_client
 from vlad.pipeline._image_shards import ImageShardKind
-from vlad.pipeline._shard_runs import Shard, ShardRun, run_shards
+from vlad.pipeline._shard_runs import ShardRun
+from vlad.pipeline._sinks import OutputFile, Shard, stack_rows
 
 __all__ = [
     "DESCRIPTOR_SHARD_IMAGES",
     "ImageDescriptors",
     "describe_shard",
-    "extract_images_to_folder",
+    "descriptor_kind",
 ]
 
 #: Images a descriptor shard covers by default: at the default 2000 keypoints
@@ -55,88 +53,46 @@ __all__ = [
 DESCRIPTOR_SHARD_IMAGES = 128
 
 
-def extract_images_to_folder(
+def descriptor_kind(
     inputs: PathOrPaths,
-    folder: str | os.PathLike,
-    descriptor_options: Mapping | None = None,
+    descriptor_options: Mapping | None,
+    extractor: Callable | str | None,
+    shard_images: int,
     *,
-    extractor: Callable | str | None = None,
-    n_jobs: int | None = None,
-    progress: Progress | None = None,
-    shard_images: int = DESCRIPTOR_SHARD_IMAGES,
-    overwrite: bool = False,
-    resume: bool = False,
-    client: Any = None,
-) -> ShardedDescriptorSets:
-    """:func:`vlad.extract_images` written to a folder of shards as it goes.
-
-    Parameters
-    ----------
-    inputs, descriptor_options, extractor, n_jobs, progress
-        As in :func:`vlad.extract_images`; but a callable ``extractor`` gives
-        no keypoints, which a folder holds: refused (write an ``.npz``).
-    folder : path-like
-        The folder of shards to write (its parent must exist).
-    shard_images : int, default=DESCRIPTOR_SHARD_IMAGES
-        Images found that each shard covers (its images are the readable
-        ones); memory holds one shard's descriptors.
-    overwrite : bool, default=False
-        Replace a folder of shards that exists.
-    resume : bool, default=False
-        Keep the shards that an interrupted run with the same options and
-        images finished, and make the others.
-    client : distributed.Client, optional
-        Make the shards on this Dask cluster, a task per shard (see
-        :func:`vlad.pipeline.dask_client`); the folder is the same, byte for
-        byte, as one made here.
-
-    Returns
-    -------
-    ShardedDescriptorSets
-        The folder, opened (a shard is read when one of its images is).
+    keeps_shards: bool,
+    line_breaks: bool,
+) -> tuple[ImageDescriptors, list[ImageFile]]:
+    """The kind of a run extracting the descriptors of ``inputs``, and the
+    images found; ``keeps_shards``: its shards are written (to a folder, or
+    staged to resume or for Dask workers), which needs keypoints.
 
     Raises
     ------
-    FileExistsError
-        The folder exists, without ``overwrite`` or ``resume``.
-    ValueError
-        As :func:`vlad.extract_images`, or a bad ``shard_images``.
-    TypeError
-        ``client`` is not a ``distributed.Client``.
-    RuntimeError
-        A shard's task killed every Dask worker it ran on.
-
-    See Also
-    --------
-    vlad.pipeline.encode_images_to_folder : The same for VLAD vectors.
+    TypeError, ValueError
+        A bad ``shard_images``, bad options, or a callable extractor for a
+        run that keeps its shards.
     """
     if isinstance(shard_images, bool) or not isinstance(shard_images, int):
         raise VladTypeError(f"shard_images must be an int; got {shard_images!r}")
     if shard_images < 1:
         raise VladError(f"shard_images must be at least 1; got {shard_images}")
-    if client is not None:
-        require_client(client)
     options = resolve_extractor(descriptor_options, extractor)
-    if options.n_features is None:
+    if keeps_shards and options.n_features is None:
         raise VladError(
-            "extractor: a folder of descriptor shards holds keypoints, which a "
-            "callable extractor does not give; extract to an .npz file instead"
+            "extractor: a folder of descriptor shards (or a run resumed or made "
+            "on a Dask cluster) holds keypoints, which a callable extractor does "
+            "not give; extract to an .npz file instead, without them"
         )
-    images, walk_report = walk_batch(inputs, line_breaks=True)
+    images, walk_report = walk_batch(inputs, line_breaks=line_breaks)
     kind = ImageDescriptors(
         inputs, walk_report, options, options.n_features, shard_images
     )
-    return run_shards(
-        kind,
-        images,
-        folder,
-        shard_size=shard_images,
-        overwrite=overwrite,
-        resume=resume,
-        n_jobs=n_jobs,
-        progress=progress,
-        client=client,
-    )
+    return kind, images
+
+
+def _write_sets(result: tuple, path, *, overwrite: bool) -> None:
+    """Write the descriptor sets of a run's ``result`` to an ``.npz``."""
+    result[0].save(path, overwrite=overwrite)
 
 
 @dataclasses.dataclass
@@ -157,7 +113,14 @@ class ImageDescriptors(ImageShardKind):
     width: int | None
     shard_images: int
     noun = "descriptor"
-    extras = {KEYPOINTS_ARRAY: len(KEYPOINT_FIELDS)}
+    files = {".npz": OutputFile(lambda path: (path,), _write_sets)}
+
+    @property
+    def extras(self) -> dict[str, int]:
+        """The keypoints' columns, by name (none from a callable extractor)."""
+        if self.width is None:
+            return {}
+        return {KEYPOINTS_ARRAY: len(KEYPOINT_FIELDS)}
 
     @property
     def settings(self) -> dict:
@@ -185,7 +148,8 @@ class ImageDescriptors(ImageShardKind):
         descriptors, keypoints, record = describe_shard(
             results, n_items, key, self.width
         )
-        return Shard(descriptors, record, {KEYPOINTS_ARRAY: keypoints})
+        extras = {} if keypoints is None else {KEYPOINTS_ARRAY: keypoints}
+        return Shard(descriptors, record, extras)
 
     def manifest(self, run: ShardRun) -> dict:
         """The options, counts, skipped and empty images, and the shards."""
@@ -218,6 +182,36 @@ class ImageDescriptors(ImageShardKind):
         """:func:`vlad.formats.open_descriptor_shards`."""
         return open_descriptor_shards(folder)
 
+    def stack(self, shards: list[Shard]) -> DescriptorSets:
+        """The shards' descriptor sets, one after the other."""
+        blocks = [shard.array for shard in shards]
+        width = _width(blocks, self.width)
+        names = [name for shard in shards for name in shard.record["names"]]
+        lengths = [int(n) for shard in shards for n in shard.record["lengths"]]
+        keypoints = None
+        if self.extras:
+            keypoints = stack_rows(
+                [shard.extras[KEYPOINTS_ARRAY] for shard in shards],
+                len(KEYPOINT_FIELDS),
+            )
+        descriptors = stack_rows(blocks, width)
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return DescriptorSets(
+            descriptors,
+            offsets,
+            names,
+            self.extractor.record(),
+            keypoints=keypoints,
+        )
+
+    def result(
+        self, run: ShardRun, rows: DescriptorSets | ShardedDescriptorSets
+    ) -> tuple[DescriptorSets | ShardedDescriptorSets, BatchReport]:
+        """The descriptor sets (in memory, or a folder opened) and what became
+        of the images."""
+        return rows, self.batch_report(run)
+
 
 def describe_shard(
     results: Iterator, n_images: int, key: str, n_features: int
@@ -233,15 +227,16 @@ def describe_shard(
         How many of ``results`` the shard covers.
     key : str
         The shard's key.
-    n_features : int
-        The descriptors' width.
+    n_features : int or None
+        The descriptors' width; None for a callable extractor's, whose width
+        is its descriptors' and whose images have no keypoints.
 
     Returns
     -------
     descriptors : ndarray of shape (n_descriptors, n_features)
         float32, the readable images' descriptors one after the other.
-    keypoints : ndarray of shape (n_descriptors, len(KEYPOINT_FIELDS))
-        float32, their keypoints.
+    keypoints : ndarray of shape (n_descriptors, len(KEYPOINT_FIELDS)) or None
+        float32, their keypoints (None for a callable extractor's).
     record : dict
         ``{"key", "names", "lengths", "skipped", "empty"}``, as written
         beside the descriptors.
@@ -249,8 +244,13 @@ def describe_shard(
     report = BatchReport(n_images, [], {}, [])
     features = keep_readable(itertools.islice(results, n_images), report)
     lengths = [len(descriptors) for _, descriptors in features]
-    keypoints = _stack([block for block, _ in features], len(KEYPOINT_FIELDS))
-    descriptors = _stack([block for _, block in features], n_features, features)
+    keypoints = None
+    if n_features is not None:
+        keypoints = stack_rows([block for block, _ in features], len(KEYPOINT_FIELDS))
+    blocks = [block for _, block in features]
+    # Each block is held once, by ``blocks``, which drops it once copied.
+    features.clear()
+    descriptors = stack_rows(blocks, _width(blocks, n_features))
     record = {
         "key": key,
         "names": report.names,
@@ -261,23 +261,14 @@ def describe_shard(
     return descriptors, keypoints, record
 
 
+def _width(blocks: list[np.ndarray], n_features: int | None) -> int:
+    """``n_features``, or when None (a callable extractor's) the width of the
+    first 2-D block (0 if none is)."""
+    if n_features is not None:
+        return n_features
+    return next((block.shape[1] for block in blocks if block.ndim == 2), 0)
+
+
 def _n_descriptors(record: dict) -> int:
     """The descriptors a shard's record counts."""
     return sum(int(length) for length in record["lengths"])
-
-
-def _stack(blocks: list, n_columns: int, owners: list | None = None) -> np.ndarray:
-    """``blocks`` stacked as one float32 ``(n, n_columns)`` array; each block
-    is dropped (from ``blocks`` and from ``owners``, the list of pairs that
-    holds it) once copied, so that memory holds a shard about once."""
-    n_rows = sum(len(block) for block in blocks)
-    stacked = np.empty((n_rows, n_columns), np.float32)
-    start = 0
-    for index in range(len(blocks)):
-        block = blocks[index]
-        blocks[index] = None
-        if owners is not None:
-            owners[index] = None
-        stacked[start : start + len(block)] = np.reshape(block, (-1, n_columns))
-        start += len(block)
-    return stacked

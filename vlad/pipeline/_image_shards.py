@@ -8,10 +8,14 @@ import os
 from collections.abc import Iterator, Sequence
 
 from vlad.core._pool import Progress
-from vlad.errors import VladError
 from vlad.images._extractors import Extractor
 from vlad.images._files import ImageFile
-from vlad.pipeline._batch import BatchReport, PathOrPaths, extract_in_order, path_list
+from vlad.pipeline._batch import (
+    BatchReport,
+    PathOrPaths,
+    check_any_read,
+    extract_in_order,
+)
 from vlad.pipeline._shard_runs import ShardKind, ShardRun
 
 __all__ = ["ImageShardKind", "image_identities"]
@@ -46,6 +50,27 @@ class ImageShardKind(ShardKind):
             items, self.extractor, n_jobs, progress, n_features=self.width
         )
 
+    def batch_report(self, run: ShardRun) -> BatchReport:
+        """What became of the run's images: those of every shard, in order,
+        and the sub-folders that could not be walked.
+
+        Raises
+        ------
+        ValueError
+            None of the images could be read.
+        """
+        skipped = dict(self.walk_report.skipped)
+        for shard in run.shards:
+            skipped.update((item["name"], item["reason"]) for item in shard["skipped"])
+        report = BatchReport(
+            self.walk_report.n_found,
+            [name for shard in run.shards for name in shard["names"]],
+            skipped,
+            [name for shard in run.shards for name in shard["empty"]],
+        )
+        check_any_read(report, self.inputs)
+        return report
+
     def image_counts(self, run: ShardRun) -> tuple[list[int], dict]:
         """The images each shard holds, and the manifest's fields that count
         the images found, read, skipped and empty.
@@ -55,25 +80,8 @@ class ImageShardKind(ShardKind):
         ValueError
             None of the images could be read.
         """
-        n_images = [len(shard["names"]) for shard in run.shards]
-        if not sum(n_images):
-            shown = ", ".join(str(path) for path in path_list(self.inputs))
-            raise VladError(
-                f"none of the {run.n_items} images in {shown} could be read"
-            )
-        skipped = [
-            {"name": name, "reason": reason}
-            for name, reason in self.walk_report.skipped.items()
-        ] + [entry for shard in run.shards for entry in shard["skipped"]]
-        empty = [name for shard in run.shards for name in shard["empty"]]
-        return n_images, {
-            "n_found": self.walk_report.n_found,
-            "n_images": sum(n_images),
-            "n_skipped": len(skipped),
-            "n_empty": len(empty),
-            "skipped": skipped,
-            "empty": empty,
-        }
+        counts = self.batch_report(run).record()
+        return [len(shard["names"]) for shard in run.shards], counts
 
 
 def image_identities(images: list[ImageFile]) -> list:

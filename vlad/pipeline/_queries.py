@@ -26,8 +26,8 @@ from vlad.formats._vectors import load_vectors
 from vlad.images._learned import LearnedOptions
 from vlad.images._sift import SiftOptions
 from vlad.pipeline._batch import BatchReport
-from vlad.pipeline._encoding import encode_images
 from vlad.pipeline._extraction import read_descriptor_sets
+from vlad.pipeline._vector_shards import encode_images
 from vlad.search._index import VectorIndex
 
 __all__ = [

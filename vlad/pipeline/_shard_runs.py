@@ -1,18 +1,20 @@
-"""One engine for runs into a folder of shards, whatever the shards hold.
+"""One engine for runs of rows made a shard at a time, whatever the rows are
+and wherever they go.
 
 A run is planned once (:func:`plan_shard_run`: its items fall into shards of
-``shard_size``, each shard gets a key, and a resumed run keeps the shards
-whose files are whole and of the same key), its shards are made in this
-process (:func:`make_shards_here`) or on a Dask cluster
-(:func:`vlad.pipeline._cluster.make_shards_on_cluster`), each written
-atomically as soon as it is made, and the manifest is written last
-(:func:`commit_shard_run`). The shards' bytes do not depend on where they
-were made, nor on where a run was interrupted.
+the kind's ``shard_images``, each shard gets a key, and a resumed run keeps
+the shards its sink says are finished, whole and of the same key), its
+shards are made in this process (:func:`make_shards_here`) or on a Dask
+cluster (:func:`vlad.pipeline._cluster.make_shards_on_cluster`), each handed
+to the sink as soon as it is made, and the sink commits the run last
+(:func:`commit_shard_run`). The rows do not depend on where they were made,
+nor on where a run was interrupted.
 
 What a shard holds and how it is made is the run's :class:`ShardKind`: VLAD
-vectors (:mod:`vlad.pipeline._vector_shards`) or descriptors and keypoints
-(:mod:`vlad.pipeline._descriptor_shards`). Files are laid out as
-:mod:`vlad.formats._shards` says.
+vectors (:mod:`vlad.pipeline._vector_kinds`) or descriptors and keypoints
+(:mod:`vlad.pipeline._descriptor_shards`). Where its shards go is its sink
+(:mod:`vlad.pipeline._sinks`): memory, a file, or a folder of shards laid out
+as :mod:`vlad.formats._shards` says.
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ import types
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from vlad.core._pool import Progress
-from vlad.formats._shards import ShardWriter, shard_key
+from vlad.formats._shards import shard_key
 from vlad.pipeline._cluster import make_shards_on_cluster
+from vlad.pipeline._sinks import OutputFile, Shard, Sink
 
 __all__ = [
     "Shard",
@@ -44,25 +45,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass
-class Shard:
-    """One shard, made and not yet written.
-
-    Attributes
-    ----------
-    array : ndarray of shape (n_rows, n_columns)
-        Its main array (vectors or descriptors).
-    record : dict
-        What is written beside it: ``{"key", "names", ...}``.
-    extras : dict of str to ndarray
-        Its other arrays, each ``(n_rows, columns)``, by name.
-    """
-
-    array: np.ndarray
-    record: dict
-    extras: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
-
-
 class ShardKind(abc.ABC):
     """What the shards of a run hold, and how one is made: the strategy the
     engine runs.
@@ -71,18 +53,24 @@ class ShardKind(abc.ABC):
     ----------
     noun : str
         What the shards hold, for messages (``"vector"``, ``"descriptor"``).
+    shard_images : int
+        Items each shard covers.
     settings : dict
         What every shard of the run shares (hashed into each shard's key).
     n_columns : int
         Columns of a shard's main array.
     extras : dict of str to int
         Columns of each extra array, by name.
+    files : dict of str to OutputFile
+        The files the rows may be written to, by suffix (``".npy"``).
     """
 
     noun: str
+    shard_images: int
     settings: dict
     n_columns: int
     extras: Mapping[str, int] = types.MappingProxyType({})
+    files: Mapping[str, OutputFile] = types.MappingProxyType({})
 
     def n_rows(self, record: dict) -> int:
         """Rows of a shard's arrays, as its record counts them (one per name)."""
@@ -110,7 +98,17 @@ class ShardKind(abc.ABC):
 
     @abc.abstractmethod
     def open(self, folder: str | os.PathLike) -> Any:
-        """The complete folder, opened."""
+        """The rows of a complete folder, opened."""
+
+    @abc.abstractmethod
+    def stack(self, shards: list[Shard]) -> Any:
+        """The rows of ``shards``, one after the other, in memory (each shard
+        is dropped from ``shards`` once copied)."""
+
+    @abc.abstractmethod
+    def result(self, run: ShardRun, rows: Any) -> Any:
+        """What the run gives: its ``rows`` (stacked, or a folder opened) and
+        what became of its items."""
 
     def for_cluster(self, client: Any) -> tuple[ShardKind, tuple]:
         """What the Dask workers are sent: this kind and the resources
@@ -125,12 +123,12 @@ class ShardKind(abc.ABC):
 
 @dataclasses.dataclass
 class ShardRun:
-    """A run into a folder of shards: what it writes and what is left to make.
+    """A run of shards: what it makes and what is left to make.
 
     Attributes
     ----------
-    writer : ShardWriter
-        The folder.
+    sink : Sink
+        Where its shards go.
     kind : ShardKind
     groups : list of list
         The items of each shard.
@@ -140,7 +138,7 @@ class ShardRun:
         Each shard's record once written (or kept); None while to be made.
     """
 
-    writer: ShardWriter
+    sink: Sink
     kind: ShardKind
     groups: list[list]
     keys: list[str]
@@ -157,41 +155,16 @@ class ShardRun:
         return sum(len(group) for group in self.groups)
 
 
-def plan_shard_run(
-    kind: ShardKind,
-    items: Sequence,
-    folder: str | os.PathLike,
-    *,
-    shard_size: int,
-    overwrite: bool,
-    resume: bool,
-) -> ShardRun:
-    """Open ``folder`` for a run of ``items`` in shards of ``shard_size``;
-    with ``resume``, keep its finished shards (whole, of the same key).
-
-    Raises
-    ------
-    FileExistsError, ValueError
-        As :class:`vlad.formats._shards.ShardWriter`.
-    """
-    writer = ShardWriter(folder, overwrite=overwrite, resume=resume, kind=kind.noun)
-    groups = [
-        list(items[start : start + shard_size])
-        for start in range(0, len(items), shard_size)
-    ]
+def plan_shard_run(kind: ShardKind, items: Sequence, sink: Sink) -> ShardRun:
+    """A run of ``items`` in shards of ``kind.shard_images`` into ``sink``,
+    which keeps the shards an interrupted run finished (whole, of the same
+    key)."""
+    size = kind.shard_images
+    groups = [list(items[start : start + size]) for start in range(0, len(items), size)]
     settings = kind.settings
     keys = [shard_key(settings, kind.identities(group)) for group in groups]
-    shards = [
-        writer.finished(
-            index,
-            key,
-            kind.n_columns,
-            n_rows=kind.n_rows,
-            extras=dict(kind.extras),
-        )
-        for index, key in enumerate(keys)
-    ]
-    run = ShardRun(writer, kind, groups, keys, shards)
+    shards = [sink.finished(kind, index, key) for index, key in enumerate(keys)]
+    run = ShardRun(sink, kind, groups, keys, shards)
     n_kept = len(groups) - len(run.todo)
     if n_kept:
         logger.info(
@@ -207,8 +180,8 @@ def make_shards_here(
     run: ShardRun, n_jobs: int | None, progress: Progress | None = None
 ) -> None:
     """Make the shards ``run`` still lacks in this process, one stream over
-    their items on ``n_jobs`` threads, writing each as it is made and filling
-    in its record (``run.shards``)."""
+    their items on ``n_jobs`` threads, handing each to the sink as it is made
+    and filling in its record (``run.shards``)."""
     todo = run.todo
     n_kept = run.n_items - sum(len(run.groups[index]) for index in todo)
     results = run.kind.stream(
@@ -220,55 +193,44 @@ def make_shards_here(
     )
     for index in todo:
         shard = run.kind.make(results, len(run.groups[index]), run.keys[index], n_jobs)
-        run.writer.write(index, shard.array, shard.record, extras=shard.extras)
+        run.sink.write(index, shard)
         run.shards[index] = shard.record
         del shard
 
 
 def commit_shard_run(run: ShardRun) -> Any:
-    """Write the manifest of a run whose shards are all written, and open it.
+    """The result of a run whose shards are all made, committed to its sink
+    (a folder's manifest written last, a file written once).
 
     Raises
     ------
     ValueError
-        As the kind's manifest raises it (no item could be read).
+        As the kind's result raises it (no item could be read).
     """
-    run.writer.commit(run.kind.manifest(run))
-    return run.kind.open(run.writer.folder)
+    return run.sink.commit(run)
 
 
 def run_shards(
     kind: ShardKind,
     items: Sequence,
-    folder: str | os.PathLike,
+    sink: Sink,
     *,
-    shard_size: int,
-    overwrite: bool,
-    resume: bool,
     n_jobs: int | None = None,
     progress: Progress | None = None,
     client: Any = None,
 ) -> Any:
     """Plan, make (here, or on ``client``'s Dask cluster) and commit a run of
-    ``items`` into ``folder``, and open it.
+    ``items`` into ``sink`` (see :func:`vlad.pipeline._sinks.open_sink`), and
+    give its result.
 
     Raises
     ------
-    FileExistsError
-        The folder exists, without ``overwrite`` or ``resume``.
     ValueError
-        As the kind's manifest, or a folder that holds other files.
+        As the kind's result raises it (no item could be read).
     RuntimeError
         A shard's task killed every Dask worker it ran on.
     """
-    run = plan_shard_run(
-        kind,
-        items,
-        folder,
-        shard_size=shard_size,
-        overwrite=overwrite,
-        resume=resume,
-    )
+    run = plan_shard_run(kind, items, sink)
     if client is None:
         make_shards_here(run, n_jobs, progress)
     else:

@@ -1,8 +1,10 @@
 """The kinds of shards of VLAD vectors: of images, read and encoded a shard at
-a time, and of a descriptors file or folder, encoded a shard at a time."""
+a time, and of a descriptors file or folder, encoded a shard at a time; their
+rows stacked in memory, or written to ``.npy`` or hloc's ``.h5``."""
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import itertools
@@ -19,25 +21,97 @@ from vlad.core._encoding import encode
 from vlad.core._options import EncodingOptions
 from vlad.core._pool import Progress
 from vlad.formats._descriptor_files import descriptor_file_in
+from vlad.formats._hloc_global import write_global_features
 from vlad.formats._shards import MANIFEST_NAME, ShardedVectors, open_shards
+from vlad.formats._vectors import save_vectors, vector_file_paths
 from vlad.images._extractors import Extractor
-from vlad.pipeline._batch import BatchReport, PathOrPaths, keep_readable
+from vlad.pipeline._batch import BatchReport, PathOrPaths, keep_readable, path_list
 from vlad.pipeline._cluster import worker_codebook
-from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES, vectors_record
+from vlad.pipeline._encoding import ENCODE_CHUNK_IMAGES, EncodedImages, vectors_record
 from vlad.pipeline._image_shards import ImageShardKind
-from vlad.pipeline._shard_runs import Shard, ShardKind, ShardRun
+from vlad.pipeline._shard_runs import ShardKind, ShardRun
+from vlad.pipeline._sinks import OutputFile, Shard, stack_rows
 
 __all__ = [
     "DescriptorFileVectors",
     "ImageVectors",
+    "VECTOR_FILES",
+    "VectorKind",
     "encode_shard",
     "run_settings",
     "shard_record",
 ]
 
 
+def _file_writer(save: Any) -> Any:
+    """``write(result, path, overwrite=...)``: an :class:`EncodedImages`'s
+    vectors, names and record saved by ``save`` (:func:`save_vectors`'s
+    signature)."""
+
+    def write(result: EncodedImages, path: Any, *, overwrite: bool) -> None:
+        save(path, result.vectors, result.names, result.record(), overwrite=overwrite)
+
+    return write
+
+
+#: The files VLAD vectors are written to: ``NAME.npy`` with ``NAME.names.txt``
+#: and ``NAME.json`` beside it, and hloc's global features.
+VECTOR_FILES = {
+    ".npy": OutputFile(vector_file_paths, _file_writer(save_vectors)),
+    ".h5": OutputFile(lambda path: (path,), _file_writer(write_global_features)),
+}
+
+
+class VectorKind(ShardKind):
+    """What the kinds of shards of VLAD vectors share: a row per image of
+    ``n_clusters * n_features`` float32 values, and their files.
+
+    Subclasses set ``inputs``, ``codebook`` and ``options``, and
+    :meth:`batch_report` and :meth:`descriptor_record`.
+    """
+
+    inputs: PathOrPaths
+    codebook: Codebook | None
+    options: EncodingOptions
+    noun = "vector"
+    files = VECTOR_FILES
+
+    @property
+    def n_columns(self) -> int:
+        """``n_clusters * n_features``."""
+        return self.codebook.n_clusters * self.codebook.n_features
+
+    def open(self, folder: str | os.PathLike) -> ShardedVectors:
+        """:func:`vlad.formats.open_shards`."""
+        return open_shards(folder)
+
+    def stack(self, shards: list[Shard]) -> np.ndarray:
+        """The shards' vectors, one after the other."""
+        return stack_rows([shard.array for shard in shards], self.n_columns)
+
+    def result(self, run: ShardRun, rows: Any) -> EncodedImages:
+        """The vectors (an array, or a folder opened), their images' report
+        and how they were made."""
+        return EncodedImages(
+            rows,
+            self.batch_report(run),
+            self.codebook,
+            [str(path) for path in path_list(self.inputs)],
+            self.descriptor_record(),
+            self.options,
+        )
+
+    @abc.abstractmethod
+    def batch_report(self, run: ShardRun) -> BatchReport:
+        """What became of the run's images."""
+
+    @abc.abstractmethod
+    def descriptor_record(self) -> dict:
+        """How the descriptors were made."""
+
+
 @dataclasses.dataclass
-class ImageVectors(ImageShardKind):
+class ImageVectors(ImageShardKind, VectorKind):
     """Shards of the VLAD vectors of images, each row a readable image's.
 
     Attributes
@@ -61,7 +135,6 @@ class ImageVectors(ImageShardKind):
     codebook_path: str | None
     options: EncodingOptions
     shard_images: int
-    noun = "vector"
 
     @functools.cached_property
     def record(self) -> dict:
@@ -78,10 +151,9 @@ class ImageVectors(ImageShardKind):
         """The codebook, the options and the shard size."""
         return run_settings(self.record, self.shard_images)
 
-    @property
-    def n_columns(self) -> int:
-        """``n_clusters * n_features``."""
-        return self.codebook.n_clusters * self.codebook.n_features
+    def descriptor_record(self) -> dict:
+        """The extractor's record."""
+        return self.extractor.record()
 
     def make(
         self, results: Iterator, n_items: int, key: str, n_jobs: int | None
@@ -107,10 +179,6 @@ class ImageVectors(ImageShardKind):
             ],
         }
 
-    def open(self, folder: str | os.PathLike) -> ShardedVectors:
-        """:func:`vlad.formats.open_shards`."""
-        return open_shards(folder)
-
     def for_cluster(self, client: Any) -> tuple[ShardKind, tuple]:
         """This kind without its codebook, and the codebook's file and
         fingerprint (or the codebook scattered to every worker)."""
@@ -128,7 +196,7 @@ class ImageVectors(ImageShardKind):
 
 
 @dataclasses.dataclass
-class DescriptorFileVectors(ShardKind):
+class DescriptorFileVectors(VectorKind):
     """Shards of the VLAD vectors of a descriptors file or folder, read and
     encoded a shard at a time; its items are image indices."""
 
@@ -138,7 +206,6 @@ class DescriptorFileVectors(ShardKind):
     codebook: Codebook
     options: EncodingOptions
     shard_images: int
-    noun = "vector"
 
     @property
     def settings(self) -> dict:
@@ -159,10 +226,13 @@ class DescriptorFileVectors(ShardKind):
             "descriptors": [str(source), status.st_size, status.st_mtime_ns],
         }
 
-    @property
-    def n_columns(self) -> int:
-        """``n_clusters * n_features``."""
-        return self.codebook.n_clusters * self.codebook.n_features
+    def batch_report(self, run: ShardRun) -> BatchReport:
+        """The file's report."""
+        return self.report
+
+    def descriptor_record(self) -> dict:
+        """The file's descriptor record."""
+        return self.sets.metadata
 
     def identities(self, items: list[int]) -> list:
         """The images' names."""
@@ -216,10 +286,6 @@ class DescriptorFileVectors(ShardKind):
                 for group, key in zip(run.groups, run.keys, strict=True)
             ],
         }
-
-    def open(self, folder: str | os.PathLike) -> ShardedVectors:
-        """:func:`vlad.formats.open_shards`."""
-        return open_shards(folder)
 
 
 def encode_shard(
