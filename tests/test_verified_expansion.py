@@ -8,28 +8,17 @@ import functools
 
 import numpy as np
 import pytest
+from verified_scenes import N_IMAGES, scenes
 
 import vlad
 from vlad.asmk import build_asmk_index
 from vlad.search import build_index
 from vlad.verification import expand_verified, rerank_spatially, spatial_rerank
 
-N_IMAGES = 12
-
 
 @pytest.fixture(scope="module")
 def sets():
-    """Twelve made-up images: 0, 1 and 2 are one scene (moved, scaled and
-    noisy copies), so each verifies the others; 5 and 6 another; the rest
-    are unrelated."""
-    rng = np.random.default_rng(1)
-    names = [f"{n:02d}.jpg" for n in range(N_IMAGES)]
-    arrays = [rng.random((60, 8), dtype=np.float32) for _ in names]
-    keypoints = [rng.random((60, 4), dtype=np.float32) * 500 for _ in names]
-    for first, copy in ((0, 1), (0, 2), (5, 6)):
-        arrays[copy] = arrays[first] + 0.01 * rng.random((60, 8), dtype=np.float32)
-        keypoints[copy] = keypoints[first] * (1 + 0.1 * copy) + 3
-    return vlad.DescriptorSets.from_list(arrays, names, keypoints=keypoints)
+    return scenes()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import inspect
 
 import numpy as np
 import pytest
-from test_verified_expansion import N_IMAGES, plain_loop
+from test_verified_expansion import plain_loop
+from verified_scenes import N_IMAGES, scenes
 
 import vlad
 from vlad.asmk import build_asmk_index
@@ -21,16 +22,7 @@ from vlad.verification import check_verification, expand_verified, rerank_spatia
 
 @pytest.fixture(scope="module")
 def sets():
-    """Twelve made-up images with keypoints: 0, 1 and 2 show one scene, 5 and
-    6 another (moved, scaled and noisy copies); the rest are unrelated."""
-    rng = np.random.default_rng(1)
-    names = [f"{n:02d}.jpg" for n in range(N_IMAGES)]
-    arrays = [rng.random((60, 8), dtype=np.float32) for _ in names]
-    keypoints = [rng.random((60, 4), dtype=np.float32) * 500 for _ in names]
-    for first, copy in ((0, 1), (0, 2), (5, 6)):
-        arrays[copy] = arrays[first] + 0.01 * rng.random((60, 8), dtype=np.float32)
-        keypoints[copy] = keypoints[first] * (1 + 0.1 * copy) + 3
-    return vlad.DescriptorSets.from_list(arrays, names, keypoints=keypoints)
+    return scenes()
 
 
 @pytest.fixture(scope="module")

@@ -143,22 +143,13 @@ def step_average_precision_of_ranks(ranks: Sequence[int], n_relevant: int) -> fl
 
     Parameters
     ----------
-    ranks : sequence of int
-        Ascending places counted from 0, junk removed, as
-        :func:`relevant_ranks` gives them.
-    n_relevant : int
-        Relevant images of the query, found or not.
+    ranks, n_relevant
+        As in :func:`average_precision_of_ranks`, as are the value's range
+        (NaN when ``n_relevant`` is 0) and the errors.
 
     Returns
     -------
     float
-        In [0, 1]; NaN when ``n_relevant`` is 0 (nothing to find).
-
-    Raises
-    ------
-    ValueError
-        ``n_relevant`` is negative or smaller than ``len(ranks)``, or ``ranks``
-        is not strictly ascending from 0 or more.
 
     See Also
     --------
