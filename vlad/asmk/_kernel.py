@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
-import scipy.sparse
 
 from vlad.core._nearest import nearest_valid
 from vlad.core._parameters import (
@@ -169,7 +168,10 @@ def _aggregate_block(descriptors, offsets, labels, centers, first, last):
     firsts = np.flatnonzero(starts)
     residuals = descriptors[rows].astype(np.float32) - centers[words]
     # Summing sorted runs with a sparse matrix of ones: np.add.reduceat over
-    # rows is many times slower.
+    # rows is many times slower. (Imported here: a command's --help need not
+    # load SciPy's sparse matrices.)
+    import scipy.sparse
+
     summer = scipy.sparse.csr_matrix(
         (
             np.ones(keys.shape[0], np.float32),

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-import scipy.sparse
 from numpy.typing import ArrayLike
 
 from vlad.core._assignment import assign
@@ -120,6 +119,8 @@ class CodebookAdapter:
         """Add a validated-shape block (checked for NaN/inf here)."""
         if block.shape[0] == 0:
             return
+        import scipy.sparse  # here: vlad fit --help need not load it (1.3 s)
+
         check_finite(block, "descriptors")
         block64 = block.astype(np.float64)
         for first, last in zip(self._bounds[:-1], self._bounds[1:], strict=True):
