@@ -133,6 +133,13 @@ def ragged_problems(draw, dtype=None):
     return descriptors, labels, offsets, centers
 
 
+def pytest_collection_modifyitems(items):
+    """The tests on a Dask cluster run last, one after another: the cluster
+    (a scheduler and two worker processes, which spend CPU time while idle)
+    is then up only while they run, not for the rest of the run."""
+    items.sort(key=lambda item: "cluster_client" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def cluster_client():
     """The client of a Dask LocalCluster of two one-thread worker processes,
