@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import vlad
 from vlad.asmk import ASMKIndex, build_asmk_index
+from vlad.asmk import _scoring as asmk_scoring
 from vlad.asmk._kernel import (
     binary_similarities,
     popcount,
@@ -278,4 +279,36 @@ def test_threads_rank_each_query_as_one_does(binary):
     assert [r.query for r in together] == [str(t) for t in range(9)]
     assert together[3].reason and together.rankings() == alone.rankings()
     for ours, theirs in zip(together, alone, strict=True):
+        np.testing.assert_array_equal(ours.scores, theirs.scores)
+
+
+@pytest.mark.parametrize("bound", [1, 7, 40])
+def test_queries_in_parts_of_bounded_descriptors_rank_as_all_at_once(
+    monkeypatch, bound
+):
+    """Queries are assigned to their words a bounded number of descriptors
+    at a time (their residuals' memory bounded whatever the number of
+    queries), one query at least: the same results as every query at once."""
+    centers, database, rng = random_problem(21, 16, [9, 4, 12, 7, 3])
+    index = build_asmk_index(database, vlad.Codebook(centers))
+    queries = [
+        *(rng.standard_normal((n, 8)).astype(np.float32) for n in (5, 11, 2)),
+        np.empty((0, 8), np.float32),
+        database[2],
+    ]
+    whole = index.search(queries, k=4)
+    monkeypatch.setattr(asmk_scoring, "QUERY_DESCRIPTORS", bound)
+    parts = []
+    words_of = asmk_scoring._words_of
+
+    def recorded(index, sets, *args):
+        parts.append([len(array) for array in sets])
+        return words_of(index, sets, *args)
+
+    monkeypatch.setattr(asmk_scoring, "_words_of", recorded)
+    parted = index.search(queries, k=4)
+    assert sum(parts, []) == [len(query) for query in queries]
+    assert all(sum(part) <= bound or len(part) == 1 for part in parts)
+    assert parted.rankings() == whole.rankings()
+    for ours, theirs in zip(parted, whole, strict=True):
         np.testing.assert_array_equal(ours.scores, theirs.scores)

@@ -36,10 +36,10 @@ def file_bytes(output):
 
 def kill_and_resume(command, output, n_kills, seed, longest):
     """Run ``command`` (which writes ``output``) uninterrupted, then with
-    ``--resume``, SIGKILLed ``n_kills`` times (the first as its staged shards
-    appear, the others at random up to ``longest`` seconds after) and resumed after each kill;
-    each resumed file must equal the uninterrupted run's. Returns how many
-    kills left staged shards."""
+    ``--resume``, SIGKILLed ``n_kills`` times (the first as its staged
+    shards appear, the others at random up to ``longest`` seconds after) and
+    resumed after each kill; each resumed file must equal the uninterrupted
+    run's. Returns how many kills left staged shards."""
     subprocess.run(command, check=True)
     expected = file_bytes(output)
     rng = random.Random(seed)

@@ -34,6 +34,7 @@ from vlad.search._results import SearchResults, empty_result, results_from_array
 
 __all__ = [
     "NO_DESCRIPTORS",
+    "QUERY_DESCRIPTORS",
     "SEARCH_ENTRIES",
     "query_scores",
     "query_words",
@@ -229,21 +230,43 @@ def words_per_descriptor(index, multiple_assignment: int | None) -> int:
 
 
 def query_words(index, query_sets, n_nearest: int) -> Iterator[tuple]:
-    """The queries' words and codes, a part of the query sets at a time:
+    """The queries' words and codes, a part of the query sets at a time
+    (at most :data:`QUERY_DESCRIPTORS` descriptors, or one query):
     ``(names, words, codes, bounds)``, query ``t`` of the part holding the
     entries ``bounds[t]:bounds[t + 1]`` (its distinct words, increasing)."""
     centers = index.codebook.centers.astype(np.float32)
-    for sets in descriptor_parts(query_sets):
-        sets = index._checked_sets(sets, "query_sets")
-        images, words, residuals = aggregate_residuals(
-            sets.descriptors,
-            sets.offsets,
-            index._quantizer()(sets.descriptors, n_nearest),
-            centers,
-        )
-        codes = encode_residuals(residuals, index.binary)
-        bounds = np.searchsorted(images, np.arange(len(sets) + 1))
-        yield sets.names, words, codes, bounds
+    for part in descriptor_parts(query_sets):
+        part = index._checked_sets(part, "query_sets")
+        yield from _query_words(index, part, n_nearest, centers)
+
+
+#: Query descriptors assigned to their words and aggregated at a time: their
+#: residuals take ``4 F`` bytes for each of their words (160 MiB for SIFT's
+#: 128 values and five words), whatever the number of queries.
+QUERY_DESCRIPTORS = 1 << 16
+
+
+def _query_words(index, sets, n_nearest: int, centers) -> Iterator[tuple]:
+    offsets = np.asarray(sets.offsets)
+    start = 0
+    while start < len(sets):
+        limit = offsets[start] + QUERY_DESCRIPTORS
+        stop = max(start + 1, int(np.searchsorted(offsets, limit, side="right")) - 1)
+        yield _words_of(index, sets.between(start, stop), n_nearest, centers)
+        start = stop
+
+
+def _words_of(index, sets, n_nearest: int, centers) -> tuple:
+    """:func:`query_words` of one part."""
+    images, words, residuals = aggregate_residuals(
+        sets.descriptors,
+        sets.offsets,
+        index._quantizer()(sets.descriptors, n_nearest),
+        centers,
+    )
+    codes = encode_residuals(residuals, index.binary)
+    bounds = np.searchsorted(images, np.arange(len(sets) + 1))
+    return sets.names, words, codes, bounds
 
 
 def _ranked_part(
