@@ -1,6 +1,7 @@
 """The million-image ASMK benchmark on tiny problems: distractors drawn from
 the base index's entries as it says, the stacked chunks searched as one
-index in memory, and a run measuring each size in a child process."""
+index in memory, and a run measuring each size in a child process; and its
+VLAD peer's distractors and rows."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from benchmarks.asmk_million import (
     main,
     stacked_index,
 )
+from benchmarks.vlad_million import descriptor_distractors, vlad_rows
 from vlad.search import ASMKIndex, ASMKSegment, build_asmk_index
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
@@ -173,3 +175,40 @@ def test_main_measures_quality_and_cost_of_each_size(tmp_path):
         "million.json",
         "truth.json",
     ]
+
+
+def test_vlad_distractors_are_pool_descriptors_drawn_without_replacement():
+    pool = np.random.default_rng(0).standard_normal((50, 4)).astype(np.float32)
+    sets = descriptor_distractors(pool, [3, 50, 0, 7], np.random.default_rng(1))
+    assert len(sets) == 4 and list(np.diff(sets.offsets)) == [3, 50, 0, 7]
+    rows = {tuple(row): number for number, row in enumerate(pool)}
+    for image in range(4):
+        drawn = sets.descriptors[sets.offsets[image] : sets.offsets[image + 1]]
+        numbers = [rows[tuple(row)] for row in drawn]  # each a row of the pool
+        assert len(set(numbers)) == len(numbers)
+
+
+def test_vlad_peer_measures_exact_and_compressed_rows(tmp_path):
+    sets, _ = make_asmk_problem(30, 300, 64, n_features=32)
+    sets.save(tmp_path / "desc.npz")
+    names = sets.names
+    truth = {
+        names[i]: {"relevant": [names[i + 10]], "junk": [names[i]]} for i in range(5)
+    }
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    result = vlad_rows(
+        str(tmp_path / "desc.npz"),
+        str(tmp_path / "truth.json"),
+        [400],
+        pca=16,
+        factory="IVF{nlist},PQ4",
+        whitening_sample=100,
+    )
+    assert [(row["n_images"], row["index"]) for row in result["rows"]] == [
+        (30, "Flat, no whitening"),
+        (30, "Flat, PCA-whitened to 16"),
+        (400, "Flat, PCA-whitened to 16"),
+        (400, "IVF8,PQ4"),
+    ]
+    for row in result["rows"]:
+        assert 0 <= row["mAP"] <= 1 and row["cpu_ms_per_query"] >= 0
