@@ -111,13 +111,13 @@ def vlad_rows(
     counts = np.diff(offsets)[pooled]
     rng = np.random.default_rng(seed)
 
-    def encoded(n_images):
+    def encoded(n_images, whitening=None):
+        """``n_images`` distractors' vectors, whitened a batch at a time."""
         blocks = []
         for start in range(0, n_images, ENCODE_BATCH):
             drawn = rng.choice(counts, min(ENCODE_BATCH, n_images - start))
-            blocks.append(
-                vlad.encode(descriptor_distractors(pool, drawn, rng), codebook)
-            )
+            block = vlad.encode(descriptor_distractors(pool, drawn, rng), codebook)
+            blocks.append(block if whitening is None else whitening.transform(block))
         return np.concatenate(blocks) if blocks else real[:0]
 
     sample, _, sample_cpu = _timed(lambda: encoded(whitening_sample))
@@ -156,8 +156,8 @@ def vlad_rows(
     made = whitening_sample
     for size in sizes:
         wanted = max(0, size - len(sets) - made)
-        extra, _, extra_cpu = _timed(lambda wanted=wanted: encoded(wanted))
-        distractors.append(whitening.transform(extra))
+        extra, _, extra_cpu = _timed(lambda wanted=wanted: encoded(wanted, whitening))
+        distractors.append(extra)
         made = max(made, size - len(sets))
         database = np.concatenate([real_w, *distractors])[:size]
         names = [*sets.names] + [
