@@ -30,15 +30,15 @@ known: their codes are real, but no distractor is a consistent view of
 anything.
 
 The distractors are made in chunks of ``--chunk`` images, each an
-:class:`vlad.search.ASMKSegment` numbered where the previous one stops,
+:class:`vlad.asmk.ASMKSegment` numbered where the previous one stops,
 saved as an index folder of its own (its first segment holds no entries,
 only the numbers of the images before it), so that building holds one chunk
 in memory whatever N. The database is then the base index's segment and
 every chunk's, opened memory-mapped and stacked by
-:meth:`vlad.search.ASMKIndex.from_segments` without a copy. Where the disk
+:meth:`vlad.asmk.ASMKIndex.from_segments` without a copy. Where the disk
 holds the index twice over (and ``--no-folder`` is not given), the stacked
 index is also saved as one folder (the chunks deleted) and merged in place
-(:func:`vlad.search.merge_asmk_index`), and that folder is searched; else
+(:func:`vlad.asmk.merge_asmk_index`), and that folder is searched; else
 the stacked segments are.
 
 Each step (base build, distractors, folder, search) runs in a child process
@@ -69,14 +69,14 @@ from pathlib import Path
 import numpy as np
 
 import vlad
-from vlad.evaluation import evaluate, load_ground_truth
-from vlad.search import (
+from vlad.asmk import (
     ASMKIndex,
     ASMKSegment,
     build_asmk_index,
     load_asmk_index,
     merge_asmk_index,
 )
+from vlad.evaluation import evaluate, load_ground_truth
 
 __all__ = [
     "build_base",

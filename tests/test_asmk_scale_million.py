@@ -22,7 +22,7 @@ from benchmarks.asmk_million import (
     stacked_index,
 )
 from benchmarks.vlad_million import descriptor_distractors, vlad_rows
-from vlad.search import ASMKIndex, ASMKSegment, build_asmk_index
+from vlad.asmk import ASMKIndex, ASMKSegment, build_asmk_index
 
 #: The benchmarks' own tests: a CI step of their own, not the default run.
 pytestmark = pytest.mark.benchmarks
