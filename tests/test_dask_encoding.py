@@ -98,6 +98,7 @@ def test_resume_on_the_cluster_makes_only_the_missing_shards(
     assert {path: path.stat().st_mtime_ns for path in kept} == stamps
 
 
+@pytest.mark.slow  # a worker process killed and replaced: seconds
 def test_a_worker_killed_mid_run_loses_and_doubles_no_row(
     client, codebook_file, tmp_path
 ):

@@ -90,6 +90,7 @@ def test_a_bad_client_is_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.slow  # a command run against the scheduler: seconds
 def test_the_command_line_on_a_scheduler(cluster_client, messy, tmp_path):
     expected = local_run(messy, tmp_path / "local", 2)
     address = cluster_client.scheduler.address

@@ -126,7 +126,7 @@ def kill_and_resume(collection, codebook_path, tmp_path, n_kills, seed, longest)
         assert folder_bytes(output) == expected, f"kill {kill} (seed {seed})"
 
 
-@pytest.mark.slow  # seconds; vlad extract's kill test runs by default
+@pytest.mark.slow  # seconds; the default run kills and resumes an ASMK build
 def test_a_killed_run_resumes_to_the_same_bytes(codebook_path, tmp_path):
     kill_and_resume(DATA, codebook_path, tmp_path, 2, seed=1, longest=1.5)
 

@@ -144,6 +144,8 @@ def kill_and_resume(photos, tmp_path, n_kills, seed, shard_images):
     return n_incomplete
 
 
+@pytest.mark.slow  # processes killed and run again (vlad index --method asmk
+# keeps a killed-and-resumed build in the default run)
 def test_a_killed_run_resumes_to_the_same_bytes(tmp_path):
     kill_and_resume(DATA, tmp_path, 1, seed=1, shard_images=1)
 

@@ -42,6 +42,7 @@ def test_python_dash_m_vlad_is_the_same_command():
     assert completed.stdout.strip() == f"vlad, version {vlad.__version__}"
 
 
+@pytest.mark.slow  # the installed script on a terminal: a second
 def test_the_installed_script_draws_a_progress_bar_on_a_terminal(
     tmp_path, codebook_path
 ):
