@@ -27,7 +27,7 @@ from vlad.asmk._kernel import (
 from vlad.asmk._parts import checked_names, descriptor_parts, renamed
 from vlad.asmk._segments import ASMKSegment, segment_lists
 from vlad.asmk._weights import IndexWeights
-from vlad.backends.numba import asmk_kernels
+from vlad.backends.numba import asmk_kernels, read_only
 from vlad.core._parallel import resolve_n_jobs, run_ranges
 from vlad.core._parameters import MULTIPLE_ASSIGNMENT, K
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
@@ -158,14 +158,24 @@ def _compiled_binary(
     # are 0 in codes vlad writes), through the NumPy path's own functions.
     similarities = hamming_similarities(np.arange(8 * width + 1), n_features)
     kernels.add_binary_scores(
-        segment.word_offsets,
-        segment.entry_images,
-        np.ascontiguousarray(segment.codes).view(unsigned),
+        *map(
+            read_only,
+            (
+                np.ascontiguousarray(segment.word_offsets),
+                np.ascontiguousarray(segment.entry_images),
+                np.ascontiguousarray(segment.codes).view(unsigned),
+            ),
+        ),
         segment.first_image,
-        words,
-        np.ascontiguousarray(codes).view(unsigned),
-        query_weights,
-        selectivity(similarities, alpha, threshold),
+        *map(
+            read_only,
+            (
+                np.ascontiguousarray(words, np.int64),
+                np.ascontiguousarray(codes).view(unsigned),
+                np.ascontiguousarray(query_weights, np.float64),
+                selectivity(similarities, alpha, threshold).astype(np.float32),
+            ),
+        ),
         scores,
     )
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+import numpy as np
+
 from vlad._extras import install_command
 from vlad._lazy import attach_declared
 
@@ -42,6 +44,19 @@ def numba_kernels() -> ModuleType:
     return importlib.import_module("vlad.backends.numba._kernels")
 
 
+def read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array`` (no copy).
+
+    numba compiles a kernel once per type of its arguments, and a read-only
+    array (a memory-mapped file's) is another type than a writable one: the
+    kernels' inputs are passed as read-only views, whatever they are, so that
+    each is compiled (and cached on disk) once per dtype, not twice.
+    """
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
 def asmk_kernels() -> ModuleType | None:
     """The module of ASMK*'s compiled search loop (``add_binary_scores``), or
     None when numba is not installed (the search then runs on NumPy alone).
@@ -54,5 +69,5 @@ def asmk_kernels() -> ModuleType | None:
 
 
 __getattr__, __dir__, __all__ = attach_declared(
-    __name__, __file__, ("asmk_kernels", "numba_kernels")
+    __name__, __file__, ("asmk_kernels", "numba_kernels", "read_only")
 )

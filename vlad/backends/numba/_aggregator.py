@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.backends.numba import numba_kernels
+from vlad.backends.numba import numba_kernels, read_only
 from vlad.core._parallel import available_cores, balanced_ranges, run_ranges
 from vlad.core.aggregators._segments import raise_non_finite_result
 
@@ -36,6 +36,8 @@ def aggregate_numba(
     (by its weight, by its inverse norm) and added in the same pass.
     """
     kernels = numba_kernels()
+    # Read-only, as a mapped file's are: one compiled kernel per dtype.
+    descriptors, centers = read_only(descriptors), read_only(centers)
     n_images = offsets.shape[0] - 1
     n_clusters, n_features = centers.shape
     residuals = np.empty((n_images, n_clusters, n_features), dtype=descriptors.dtype)

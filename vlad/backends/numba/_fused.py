@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vlad.backends.numba import numba_kernels
+from vlad.backends.numba import numba_kernels, read_only
 from vlad.core._assignment import raise_non_finite
 from vlad.core._normalization import normalize_in_place
 from vlad.core._options import EncodingOptions
@@ -60,6 +60,8 @@ def fused_residuals(
         A descriptor is NaN or infinite, or its distances overflow.
     """
     kernels = numba_kernels()
+    # Read-only, as a mapped file's are: one compiled kernel per dtype.
+    descriptors, centers = read_only(descriptors), read_only(centers)
     n_clusters, n_features = centers.shape
     scaled_centers = np.ascontiguousarray(-2.0 * centers)
     squared_norms = np.einsum("kf,kf->k", centers, centers)
@@ -131,6 +133,8 @@ def fused_weighted_residuals(
         A descriptor is NaN or infinite, or its distances overflow.
     """
     kernels = numba_kernels()
+    # Read-only, as a mapped file's are: one compiled kernel per dtype.
+    descriptors, centers = read_only(descriptors), read_only(centers)
     n_clusters, n_features = centers.shape
     scaled_centers = np.ascontiguousarray(-2.0 * centers)
     squared_norms = np.einsum("kf,kf->k", centers, centers)
