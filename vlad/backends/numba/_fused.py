@@ -70,14 +70,16 @@ def fused_residuals(
     rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
     row_start, row_stop = int(offsets[first]), int(offsets[last])
     chunk_rows = min(rows_per_chunk, row_stop - row_start)
-    products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
+    # Flat, so that every chunk's block is C-contiguous (the last one
+    # shorter): one compiled kernel, not another for a strided block.
+    products = np.empty(n_clusters * chunk_rows, descriptors.dtype)
     labels = np.empty(chunk_rows, dtype=np.intp)
     # Non-finite sums cannot follow from finite distances; counted anyway.
     status = np.zeros(1, dtype=np.int64)
     image = first
     for start in range(row_start, row_stop, rows_per_chunk):
         stop = min(start + rows_per_chunk, row_stop)
-        block = products[:, : stop - start]
+        block = products[: n_clusters * (stop - start)].reshape(n_clusters, -1)
         with np.errstate(over="ignore", invalid="ignore"):
             np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
         bad_row = kernels.nearest(block, squared_norms, labels)
@@ -143,7 +145,9 @@ def fused_weighted_residuals(
     rows_per_chunk = max(1, chunk_bytes // (n_clusters * descriptors.itemsize))
     row_start, row_stop = int(offsets[first]), int(offsets[last])
     chunk_rows = min(rows_per_chunk, row_stop - row_start)
-    products = np.empty((n_clusters, chunk_rows), descriptors.dtype)
+    # Flat, so that every chunk's block is C-contiguous (the last one
+    # shorter): one compiled kernel, not another for a strided block.
+    products = np.empty(n_clusters * chunk_rows, descriptors.dtype)
     labels = np.empty((chunk_rows, n_nearest), dtype=np.intp)
     expanded = np.empty((chunk_rows, n_nearest), dtype=descriptors.dtype)
     weights = np.full((chunk_rows, n_nearest), 1.0 / n_nearest)
@@ -151,7 +155,7 @@ def fused_weighted_residuals(
     image = first
     for start in range(row_start, row_stop, rows_per_chunk):
         stop = min(start + rows_per_chunk, row_stop)
-        block = products[:, : stop - start]
+        block = products[: n_clusters * (stop - start)].reshape(n_clusters, -1)
         with np.errstate(over="ignore", invalid="ignore"):
             np.matmul(scaled_centers, descriptors[start:stop].T, out=block)
         if n_nearest == 1:  # the hard path's kernel, for the same labels
