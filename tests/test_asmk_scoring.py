@@ -1,6 +1,6 @@
 """A query's ASMK* scores from numba's single pass over the lists and from
 the NumPy blocks, against each other and against the kernel's definition, for
-codes of every width (read as 8-, 4-, 2- or 1-byte integers)."""
+codes of every width (read as 8-byte integers, or as bytes)."""
 
 from __future__ import annotations
 

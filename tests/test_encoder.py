@@ -184,16 +184,34 @@ def test_tags_declare_descriptor_set_input():
 # --- The wrapper and the library functions agree ------------------------------
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+#: Settings of VLADEncoder, each checked in float32 and float64.
+ENCODER_SETTINGS = [
+    {},
+    {"power": 0.5, "mass": True, "aggregator": "loop"},
+    {"intra": False, "l2": False, "aggregator": "sparse", "sample": 300},
+    {"residual_norm": True, "power": 0.2},
+    {"assignment": "soft", "n_nearest": 3, "kernel_width": 0.5, "mass": True},
+    {"assignment": "multiple", "aggregator": "sparse"},
+]
+
+
+def compiles_weighted_float64(params: dict, dtype) -> bool:
+    """Whether the settings run numba's weighted kernels in float64, which a
+    fresh checkout compiles (a second each) for these tests alone."""
+    weighted = params.get("residual_norm") or params.get("assignment") == "soft"
+    return dtype is np.float64 and bool(weighted)
+
+
 @pytest.mark.parametrize(
-    "params",
+    ("dtype", "params"),
     [
-        {},
-        {"power": 0.5, "mass": True, "aggregator": "loop"},
-        {"intra": False, "l2": False, "aggregator": "sparse", "sample": 300},
-        {"residual_norm": True, "power": 0.2},
-        {"assignment": "soft", "n_nearest": 3, "kernel_width": 0.5, "mass": True},
-        {"assignment": "multiple", "aggregator": "sparse"},
+        pytest.param(
+            dtype,
+            params,
+            marks=pytest.mark.slow if compiles_weighted_float64(params, dtype) else (),
+        )
+        for params in ENCODER_SETTINGS
+        for dtype in (np.float32, np.float64)
     ],
 )
 def test_fit_transform_equals_encode_with_fit_codebook(images, dtype, params):

@@ -146,14 +146,12 @@ def _compiled_binary(
     n_features,
 ):  # fmt: skip
     """ASMK* of one segment in numba's single pass; the codes read as rows of
-    the widest unsigned integers their width divides into, each entry's
-    kernel looked up by its Hamming distance."""
+    64-bit unsigned integers (or of bytes, for a width not a multiple of 8),
+    each entry's kernel looked up by its Hamming distance."""
     width = segment.codes.shape[1]
-    unsigned = next(
-        dtype
-        for dtype in (np.uint64, np.uint32, np.uint16, np.uint8)
-        if width % np.dtype(dtype).itemsize == 0
-    )
+    # 64-bit words where the width allows (SIFT's 16 bytes, ALIKED's 16),
+    # bytes otherwise: two compiled kernels in all.
+    unsigned = np.uint64 if width % 8 == 0 else np.uint8
     # Every distance the codes' bytes can give (padding bits included, which
     # are 0 in codes vlad writes), through the NumPy path's own functions.
     similarities = hamming_similarities(np.arange(8 * width + 1), n_features)
