@@ -15,11 +15,11 @@ the codebook kept beside it is not counted.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import vlad
+from benchmarks.measuring import timed
 from vlad.asmk import build_asmk_index
 
 __all__ = ["benchmark_asmk", "main", "make_asmk_problem"]
@@ -56,10 +56,10 @@ def benchmark_asmk(
     queries = sets.between(0, min(n_queries, len(sets)))
     rows = []
     for binary in (True, False):
-        index, build_wall, build_cpu = _timed(
+        index, build_wall, build_cpu = timed(
             lambda binary=binary: build_asmk_index(sets, codebook, binary=binary)
         )
-        _, search_wall, search_cpu = _timed(
+        _, search_wall, search_cpu = timed(
             lambda index=index: index.search(
                 queries, k, multiple_assignment=multiple_assignment
             )
@@ -78,12 +78,6 @@ def benchmark_asmk(
             }
         )
     return rows
-
-
-def _timed(function):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -69,10 +69,11 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.asmk_scale import base_index
+from benchmarks.measuring import timed
 from vlad.asmk import (
     ASMKIndex,
     ASMKSegment,
-    build_asmk_index,
     load_asmk_index,
     merge_asmk_index,
 )
@@ -194,12 +195,6 @@ def distractor_segment(
     )
 
 
-def _timed(function):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
-
-
 def _settings(index: ASMKIndex) -> dict:
     """The kernel settings of ``index``, as :meth:`ASMKIndex.from_segments`
     takes them."""
@@ -227,15 +222,7 @@ def build_base(
     descriptors of the ground truth's queries saved to ``queries``."""
     sets = vlad.DescriptorSets.load(descriptors)
     words = vlad.Codebook.load(codebook)
-    base, build_s, build_cpu = _timed(
-        lambda: build_asmk_index(
-            sets,
-            words,
-            quantizer=quantizer,
-            quantizer_parameters=quantizer_parameters,
-        )
-    )
-    base.save(folder)
+    _, built = base_index(sets, words, folder, quantizer, quantizer_parameters)
     position = {name: row for row, name in enumerate(sets.names)}
     names = [name for name in load_ground_truth(ground_truth) if name in position]
     offsets = sets.offsets
@@ -247,17 +234,7 @@ def build_base(
         names,
         metadata=sets.metadata,
     ).save(queries)
-    return {
-        "n_images": base.n_images,
-        "n_queries": len(names),
-        "n_descriptors": int(sets.descriptors.shape[0]),
-        "n_entries": base.n_entries,
-        "entries_per_image": base.n_entries / base.n_images,
-        "build_s": build_s,
-        "build_cpu_s": build_cpu,
-        "build_cpu_ms_per_image": 1000 * build_cpu / base.n_images,
-        "folder_bytes": _folder_bytes(folder),
-    }
+    return {**built, "n_queries": len(names), "folder_bytes": _folder_bytes(folder)}
 
 
 def _distractor_name(number: int) -> str:
@@ -288,7 +265,7 @@ def build_distractors(
     n_entries = 0
     for number, first in enumerate(range(base.n_images, n_images, chunk)):
         count = min(chunk, n_images - first)
-        distractors, _, cpu = _timed(
+        distractors, _, cpu = timed(
             lambda first=first, count=count: distractor_segment(
                 pool_words,
                 pool_codes,
@@ -314,7 +291,7 @@ def build_distractors(
         part = ASMKIndex.from_segments(
             base.codebook, names, [before, distractors], **_settings(base)
         )
-        _, _, cpu = _timed(
+        _, _, cpu = timed(
             lambda part=part, number=number: part.save(
                 Path(folder) / f"chunk-{number:05d}"
             )
@@ -354,10 +331,10 @@ def save_folder(base_folder: str, chunks_folder: str, folder: str) -> dict:
     the folder's segments in place; seconds of each step."""
     index = stacked_index(base_folder, chunks_folder)
     n_segments = index.n_segments
-    _, save_s, save_cpu = _timed(lambda index=index: index.save(folder))
+    _, save_s, save_cpu = timed(lambda index=index: index.save(folder))
     del index
     shutil.rmtree(chunks_folder)
-    merged, merge_s, merge_cpu = _timed(lambda: merge_asmk_index(folder))
+    merged, merge_s, merge_cpu = timed(lambda: merge_asmk_index(folder))
     size = _folder_bytes(folder)
     return {
         "n_segments_saved": n_segments,
@@ -393,13 +370,13 @@ def measure_search(
     recall@1 of each."""
     read = _read_bytes()
     if folder is not None:
-        opened, open_s, open_cpu = _timed(lambda: load_asmk_index(folder, mmap=True))
+        opened, open_s, open_cpu = timed(lambda: load_asmk_index(folder, mmap=True))
     elif chunks_folder is not None:
-        opened, open_s, open_cpu = _timed(
+        opened, open_s, open_cpu = timed(
             lambda: stacked_index(base_folder, chunks_folder)
         )
     else:
-        opened, open_s, open_cpu = _timed(
+        opened, open_s, open_cpu = timed(
             lambda: load_asmk_index(base_folder, mmap=True)
         )
     read = _read_bytes() - read
@@ -409,7 +386,7 @@ def measure_search(
     rows = {}
     for words in assignments:
         system = os.times().system
-        results, wall, cpu = _timed(
+        results, wall, cpu = timed(
             lambda words=words: opened.search(sets, k, multiple_assignment=words)
         )
         system = os.times().system - system

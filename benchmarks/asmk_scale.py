@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.measuring import timed
 from benchmarks.scale import peak_rss
 from vlad.asmk import (
     ASMKIndex,
@@ -97,10 +98,33 @@ def copied_segment(
     )
 
 
-def _timed(function):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
+def base_index(
+    sets: vlad.DescriptorSets,
+    words: vlad.Codebook,
+    folder: str,
+    quantizer: str,
+    quantizer_parameters: str | None,
+) -> tuple[ASMKIndex, dict]:
+    """The index of ``sets``, its build timed, saved to ``folder``; and what
+    it holds and took."""
+    base, build_s, build_cpu = timed(
+        lambda: build_asmk_index(
+            sets,
+            words,
+            quantizer=quantizer,
+            quantizer_parameters=quantizer_parameters,
+        )
+    )
+    base.save(folder)
+    return base, {
+        "n_images": base.n_images,
+        "n_descriptors": int(sets.descriptors.shape[0]),
+        "n_entries": base.n_entries,
+        "entries_per_image": base.n_entries / base.n_images,
+        "build_s": build_s,
+        "build_cpu_s": build_cpu,
+        "build_cpu_ms_per_image": 1000 * build_cpu / base.n_images,
+    }
 
 
 def build_base(
@@ -118,25 +142,9 @@ def build_base(
         vlad.DescriptorSets.load(descriptors) if descriptors else _bundled_descriptors()
     )
     words = vlad.Codebook.load(codebook)
-    base, build_s, build_cpu = _timed(
-        lambda: build_asmk_index(
-            sets,
-            words,
-            quantizer=quantizer,
-            quantizer_parameters=quantizer_parameters,
-        )
-    )
-    base.save(folder)
+    _, built = base_index(sets, words, folder, quantizer, quantizer_parameters)
     sets.between(0, min(n_queries, len(sets))).save(queries)
-    return {
-        "n_images": base.n_images,
-        "n_descriptors": int(sets.descriptors.shape[0]),
-        "n_entries": base.n_entries,
-        "entries_per_image": base.n_entries / base.n_images,
-        "build_s": build_s,
-        "build_cpu_s": build_cpu,
-        "build_cpu_ms_per_image": 1000 * build_cpu / base.n_images,
-    }
+    return built
 
 
 def build_database(base_folder: str, n_images: int, folder: str, seed: int) -> dict:
@@ -163,13 +171,13 @@ def build_database(base_folder: str, n_images: int, folder: str, seed: int) -> d
             quantizer_parameters=base.quantizer_parameters,
         )
 
-    index, copy_s, _ = _timed(stacked)
+    index, copy_s, _ = timed(stacked)
     start = time.perf_counter()
     index.save(folder)
     save_s = time.perf_counter() - start
     n_entries = index.n_entries
     del index  # its copies' memory, before the merge
-    merged, merge_s, merge_cpu = _timed(lambda: merge_asmk_index(folder))
+    merged, merge_s, merge_cpu = timed(lambda: merge_asmk_index(folder))
     size = sum(
         path.stat().st_size for path in Path(folder).rglob("*") if path.is_file()
     )
@@ -190,12 +198,12 @@ def measure_search(
 ) -> dict:
     """Open ``folder`` memory-mapped and search the queries of ``queries``
     (a descriptors file) with each number of words per query descriptor."""
-    opened, open_s, _ = _timed(lambda: load_asmk_index(folder, mmap=True))
+    opened, open_s, _ = timed(lambda: load_asmk_index(folder, mmap=True))
     sets = vlad.DescriptorSets.load(queries)
     opened.search(sets.between(0, 1), k)  # compiled loops, quantizer, first pages
     rows = {}
     for words in assignments:
-        _, wall, cpu = _timed(
+        _, wall, cpu = timed(
             lambda words=words: opened.search(sets, k, multiple_assignment=words)
         )
         rows[str(words)] = {

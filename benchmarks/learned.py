@@ -22,12 +22,12 @@ they are the steadier of the two.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 
 import vlad
+from benchmarks.measuring import timed
 from benchmarks.options import descriptor_parameter, spec_argument
 
 __all__ = ["benchmark_learned", "main"]
@@ -97,9 +97,9 @@ def benchmark_learned(
     forward(inputs[:1])
     vlad_times, bare_times = [], []
     for _ in range(repeat):
-        sets, *seconds = _timed(extract)
+        sets, *seconds = timed(extract)
         vlad_times.append(seconds)
-        _, *seconds = _timed(forward)
+        _, *seconds = timed(forward)
         bare_times.append(seconds)
     (vlad_seconds, vlad_cpu), (bare_seconds, bare_cpu) = (
         min(vlad_times),
@@ -116,13 +116,6 @@ def benchmark_learned(
         "bare_images_per_s": len(paths) / bare_seconds,
         "ratio": vlad_seconds / bare_seconds,
     }
-
-
-def _timed(function):
-    """``function()``, its wall-clock and its CPU seconds."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def _prepared(path: Path, max_side: int):

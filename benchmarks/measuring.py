@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 __all__ = [
+    "timed",
     "usable_cpus",
     "MAX_REPEATS",
     "MAX_SECONDS",
@@ -46,6 +47,14 @@ MIN_REPEATS = 3
 #: five sub-millisecond calls is mostly scheduler noise on a shared machine.
 MIN_SECONDS = 0.25
 MAX_REPEATS = 1000
+
+
+def timed(function: Callable[[], object]) -> tuple[object, float, float]:
+    """``function()``, its wall-clock and CPU seconds (this process's
+    threads), measured once."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = function()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def usable_cpus() -> int:

@@ -34,12 +34,12 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 import vlad
+from benchmarks.measuring import timed
 from vlad.evaluation import evaluate, load_ground_truth
 from vlad.search import build_index, fit_whitening
 
@@ -65,14 +65,8 @@ def descriptor_distractors(
     return vlad.DescriptorSets(pool[rows], offsets)
 
 
-def _timed(function):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = function()
-    return result, time.perf_counter() - wall, time.process_time() - cpu
-
-
 def _quality(index, queries, names, truth) -> dict:
-    results, wall, cpu = _timed(lambda: index.search(queries, 100, query_names=names))
+    results, wall, cpu = timed(lambda: index.search(queries, 100, query_names=names))
     mean = evaluate(results.rankings(), truth, ks=(1, 5)).mean
     return {
         "mAP": mean["mAP"],
@@ -97,8 +91,8 @@ def vlad_rows(
     """One row for the real images alone, then one per database size."""
     sets = vlad.DescriptorSets.load(descriptors)
     truth = load_ground_truth(ground_truth)
-    codebook, _, fit_cpu = _timed(lambda: vlad.fit_codebook(sets, 256))
-    real, _, encode_cpu = _timed(lambda: vlad.encode(sets, codebook))
+    codebook, _, fit_cpu = timed(lambda: vlad.fit_codebook(sets, 256))
+    real, _, encode_cpu = timed(lambda: vlad.encode(sets, codebook))
     position = {name: row for row, name in enumerate(sets.names)}
     query_names = [name for name in truth if name in position]
     query_rows = [position[name] for name in query_names]
@@ -120,7 +114,7 @@ def vlad_rows(
             blocks.append(block if whitening is None else whitening.transform(block))
         return np.concatenate(blocks) if blocks else real[:0]
 
-    sample, _, sample_cpu = _timed(lambda: encoded(whitening_sample))
+    sample, _, sample_cpu = timed(lambda: encoded(whitening_sample))
     whitening = fit_whitening(np.concatenate([real, sample]), pca)
     real_w = whitening.transform(real)
     queries = real[query_rows]
@@ -156,7 +150,7 @@ def vlad_rows(
     made = whitening_sample
     for size in sizes:
         wanted = max(0, size - len(sets) - made)
-        extra, _, extra_cpu = _timed(lambda wanted=wanted: encoded(wanted, whitening))
+        extra, _, extra_cpu = timed(lambda wanted=wanted: encoded(wanted, whitening))
         distractors.append(extra)
         made = max(made, size - len(sets))
         database = np.concatenate([real_w, *distractors])[:size]
@@ -164,7 +158,7 @@ def vlad_rows(
             f"distractor-{i:07d}" for i in range(len(sets), database.shape[0])
         ]
         nlist = 1 << int(np.log2(min(4 * np.sqrt(size), size / 39)))
-        index, _, build_cpu = _timed(
+        index, _, build_cpu = timed(
             lambda database=database, names=names, nlist=nlist: build_index(
                 database,
                 names,

@@ -772,7 +772,7 @@ def test_query_expansion_by_verified_images_is_a_plain_loop(
 
 
 def test_verification_settings_reach_and_name_the_variants_that_use_them(prepared):
-    settings = {"matching": "mutual", "min_inliers": 8, "max_keypoints": 0}
+    settings = {"matching": "mutual", "min_inliers": 8, "verify_keypoints": 0}
     changed = dataclasses.replace(prepared, verification=settings)
     row = run_variant(changed, "spatial-20")
     assert row["variant"] == "spatial-20-mutual-min8-kpall"
@@ -910,7 +910,7 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
     assert record["settings"]["verification"] == {
         "ratio": 0.9,
         "min_inliers": 9,
-        "max_keypoints": 0,
+        "verify_keypoints": 0,
     }
     assert [row["variant"] for row in record["variants"]] == [
         "asmk-16-spatial-20-ratio0.9-min9-kpall"
@@ -926,7 +926,7 @@ def test_the_command_line_passes_its_verification_settings(prepared, tmp_path):
     ("option", "message"),
     [
         (["--ratio", "1.5"], r"ratio must be a number in \(0, 1\]; got 1.5"),
-        (["--min-inliers", "0"], "--min-inliers must be"),
+        (["--min-inliers", "0"], "min_inliers must be an integer >= 1; got 0"),
         (
             ["--verify-keypoints", "5"],
             "verify_keypoints must be None, 0 .every keypoint. or",
@@ -963,7 +963,7 @@ def test_the_runner_s_matching_is_the_library_s():
     assert LIBRARY_MATCHING == defaults["matching"].default
     assert all(
         defaults[key].default is None
-        for key in ("depth", "ratio", "min_inliers", "max_keypoints")
+        for key in ("depth", "ratio", "min_inliers", "verify_keypoints")
     )
 
 
@@ -997,7 +997,7 @@ def test_verification_suits_the_descriptors_record(prepared):
         depth=20,
         ratio=0.9,
         min_inliers=12,
-        max_keypoints=1024,
+        verify_keypoints=1024,
     )
     assert search_index(aliked, indexed, depth=20) == explicit.rankings()
     given = dataclasses.replace(aliked, verification={"ratio": 0.9})

@@ -375,7 +375,12 @@ def verification_name(
     """
     if "spatial-" not in name or "spatial-0.4" in name:
         return name
-    defaults = {"matching": LIBRARY_MATCHING, **preset.record()}
+    # The preset's record names the keypoint cap as results files do.
+    recorded = {
+        "verify_keypoints" if key == "max_keypoints" else key: value
+        for key, value in preset.record().items()
+    }
+    defaults = {"matching": LIBRARY_MATCHING, **recorded}
     changed = {
         key: value
         for key, value in verification.items()
@@ -551,7 +556,7 @@ def search_asmk_expanded(
                 key: settings[key]
                 for key in ("matching", "model", "ratio", "min_inliers")
             },
-            verify_keypoints=settings["verify_keypoints"],
+            verify_keypoints=settings["max_keypoints"],  # the record's name
         )
         first += [
             sets.names[int(found)] for found in ranking[inliers >= prepared.min_inliers]
