@@ -51,6 +51,15 @@ def read_only(array: np.ndarray) -> np.ndarray:
     array (a memory-mapped file's) is another type than a writable one: the
     kernels' inputs are passed as read-only views, whatever they are, so that
     each is compiled (and cached on disk) once per dtype, not twice.
+
+    Parameters
+    ----------
+    array : ndarray
+
+    Returns
+    -------
+    ndarray
+        A view of ``array`` that cannot be written to.
     """
     view = array.view()
     view.flags.writeable = False
