@@ -14,10 +14,10 @@ import numpy as np
 from vlad.asmk._kernel import aggregate_residuals, encode_residuals
 from vlad.asmk._segments import ASMKSegment, segment_from_entries
 from vlad.core._descriptors import DescriptorSets, as_descriptor_sets
-from vlad.errors import VladError, VladTypeError
+from vlad.core._validation import checked_names
+from vlad.errors import VladError
 
 __all__ = [
-    "checked_names",
     "descriptor_entries",
     "new_segment",
     "descriptor_parts",
@@ -86,17 +86,6 @@ def parts_names(descriptor_sets) -> list[str] | None:
     return None
 
 
-def checked_names(names, count: int, first: int) -> list[str]:
-    if names is None:
-        return [str(first + position) for position in range(count)]
-    if isinstance(names, str):
-        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
-    names = [str(name) for name in names]
-    if len(names) != count:
-        raise VladError(f"{len(names)} names for {count} images")
-    return names
-
-
 def renamed(result, name: str):
     return dataclasses.replace(result, query=name)
 
@@ -146,6 +135,7 @@ def new_segment(index, descriptor_sets, names) -> tuple[ASMKSegment, list[str]]:
     names = checked_names(
         parts_names(descriptor_sets) if names is None else names,
         added,
+        "images",
         index.n_images,
     )
     segment = segment_from_entries(

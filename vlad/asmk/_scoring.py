@@ -24,12 +24,13 @@ from vlad.asmk._kernel import (
     hamming_similarities,
     selectivity,
 )
-from vlad.asmk._parts import checked_names, descriptor_parts, renamed
+from vlad.asmk._parts import descriptor_parts, renamed
 from vlad.asmk._segments import ASMKSegment, segment_lists
 from vlad.asmk._weights import IndexWeights
 from vlad.backends.numba import asmk_kernels, read_only
 from vlad.core._parallel import resolve_n_jobs, run_ranges
 from vlad.core._parameters import MULTIPLE_ASSIGNMENT, K
+from vlad.core._validation import checked_names
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
 __all__ = [
@@ -220,7 +221,7 @@ def search_queries(
             )  # fmt: skip
         )
     if query_names is not None:
-        query_names = checked_names(query_names, len(results), 0)
+        query_names = checked_names(query_names, len(results), "images")
         for position, name in enumerate(query_names):
             results[position] = renamed(results[position], name)
     return SearchResults(results, record, notes)

@@ -37,8 +37,9 @@ from vlad.asmk._segment_files import (
 from vlad.asmk._segments import ASMKSegment, merge_segments
 from vlad.asmk._updates import write_merged_segment, writer_lock
 from vlad.core._codebook import Codebook
+from vlad.core._validation import checked_names
 from vlad.core._writing import atomic_write
-from vlad.errors import VladError, VladTypeError
+from vlad.errors import VladError
 from vlad.formats._folders import move_into_place
 from vlad.search._index_folders import read_folder_json
 
@@ -109,11 +110,9 @@ def write_asmk_index(
         process building the same index.
     """
     idf = bool(settings.pop("idf", False))
-    if isinstance(names, str):
-        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
-    given = None if names is None else [str(name) for name in names]
-    if given is not None and len(given) != len(descriptor_sets):
-        raise VladError(f"{len(given)} names for {len(descriptor_sets)} images")
+    given = (
+        None if names is None else checked_names(names, len(descriptor_sets), "images")
+    )
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; pass overwrite to replace it")

@@ -22,6 +22,7 @@ __all__ = [
     "as_labels",
     "as_offsets",
     "check_finite",
+    "checked_names",
     "check_n_features",
     "check_positive_int",
     "check_power",
@@ -234,3 +235,17 @@ def check_seed(seed) -> int | None:
     if seed < 0:
         raise VladError(f"seed must be a non-negative integer or None; got {seed!r}")
     return int(seed)
+
+
+def checked_names(names, count: int, what: str, first: int = 0) -> list[str]:
+    """``names`` as a list of ``count`` str (of ``what``: "vectors",
+    "images"...), or numbers from ``first`` when None; refused in one line
+    otherwise."""
+    if names is None:
+        return [str(first + position) for position in range(count)]
+    if isinstance(names, str):
+        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
+    names = [str(name) for name in names]
+    if len(names) != count:
+        raise VladError(f"{len(names)} names for {count} {what}")
+    return names

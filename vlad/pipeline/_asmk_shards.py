@@ -30,7 +30,7 @@ import numpy as np
 
 from vlad.asmk._files import load_asmk_index
 from vlad.asmk._index import ASMKIndex
-from vlad.asmk._parts import checked_names, renamed
+from vlad.asmk._parts import renamed
 from vlad.asmk._scoring import (
     NO_DESCRIPTORS,
     query_words,
@@ -39,6 +39,7 @@ from vlad.asmk._scoring import (
 )
 from vlad.asmk._weights import IndexWeights, idf_self_similarities
 from vlad.core._parameters import K
+from vlad.core._validation import checked_names
 from vlad.errors import VladError
 from vlad.pipeline._cluster import TASK_RETRIES, require_client
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
@@ -159,7 +160,7 @@ def search_asmk_shards(
                 )
             position += 1
     if query_names is not None:
-        query_names = checked_names(query_names, len(results), 0)
+        query_names = checked_names(query_names, len(results), "images")
         for place, name in enumerate(query_names):
             results[place] = renamed(results[place], name)
     notes = []

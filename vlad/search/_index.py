@@ -20,8 +20,8 @@ from numpy.typing import ArrayLike
 from vlad._version import __version__
 from vlad.core._files import check_format_version, read_numpy_file
 from vlad.core._parameters import FACTORY, SEARCH_PARAMETERS, K
-from vlad.core._validation import as_float_matrix, check_finite
-from vlad.errors import DamagedIndexError, VladError, VladTypeError
+from vlad.core._validation import as_float_matrix, check_finite, checked_names
+from vlad.errors import DamagedIndexError, VladError
 from vlad.formats._folders import replace_folder
 from vlad.search._exact import ExactStore
 from vlad.search._expansion import QueryExpansion, augment_database, search_expanded
@@ -134,7 +134,7 @@ class VectorIndex:
             How the vectors were made, kept in the index.
         """
         vectors = _checked_vectors(vectors, "vectors", None)
-        names = _checked_names(names, vectors.shape[0], "vectors")
+        names = checked_names(names, vectors.shape[0], "vectors")
         n_features = vectors.shape[1]
         if whitening is not None and whitening.n_features != n_features:
             raise VladError(
@@ -213,7 +213,7 @@ class VectorIndex:
             from :attr:`n_images` (as strings).
         """
         vectors = _checked_vectors(vectors, "vectors", self.n_features)
-        names = _checked_names(names, vectors.shape[0], "vectors", self.n_images)
+        names = checked_names(names, vectors.shape[0], "vectors", self.n_images)
         has_vector = nonzero_rows(vectors)
         self.store.add(_transformed(vectors[has_vector], self.whitening))
         self.rows = np.concatenate(
@@ -254,7 +254,7 @@ class VectorIndex:
             Queries of another dimension, NaN or infinite values, ``k`` < 1.
         """
         queries = _checked_vectors(queries, "queries", self.n_features)
-        query_names = _checked_names(query_names, queries.shape[0], "queries")
+        query_names = checked_names(query_names, queries.shape[0], "queries")
         k = K.check(k)
         has_vector = nonzero_rows(queries)
         stored = len(self.store)
@@ -527,17 +527,6 @@ def _checked_vectors(values, name: str, n_features: int | None) -> np.ndarray:
         )
     check_finite(vectors, name)
     return vectors
-
-
-def _checked_names(names, count: int, what: str, first: int = 0) -> list[str]:
-    if names is None:
-        return [str(first + position) for position in range(count)]
-    if isinstance(names, str):
-        raise VladTypeError(f"names must be a sequence of str, not a str ({names!r})")
-    names = [str(name) for name in names]
-    if len(names) != count:
-        raise VladError(f"{len(names)} names for {count} {what}")
-    return names
 
 
 def _transformed(vectors: np.ndarray, whitening: PCAWhitening | None) -> np.ndarray:
