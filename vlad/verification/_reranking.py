@@ -115,13 +115,10 @@ def rerank_spatially(
         key: preset_values[key] if value is None else value
         for key, value in given.items()
     }
-    settings["depth"] = DEPTH.check(settings["depth"])
-    settings["min_inliers"] = MIN_INLIERS.check(settings["min_inliers"])
-    settings["max_keypoints"] = VERIFY_KEYPOINTS.check(settings["max_keypoints"])
+    # Checked before any work.
+    settings = _checked(settings, matching, model, reprojection_threshold)
     if settings["max_keypoints"] == 0:
         settings["max_keypoints"] = None
-    matcher(matching, settings["ratio"])  # checked before any work
-    fitter(model, reprojection_threshold)
     query_rows = _rows_by_name(queries, "queries' descriptors")
     database_rows = _rows_by_name(database, "database descriptors")
     reranked = []
@@ -240,16 +237,42 @@ def check_verification(
     ...
     vlad.errors.ParameterError: ratio must be a number in (0, 1]; got 1.5
     """
-    if depth is not None:
-        DEPTH.check(depth)
-    if min_inliers is not None:
-        MIN_INLIERS.check(min_inliers)
-    if verify_keypoints is not None:
-        VERIFY_KEYPOINTS.check(verify_keypoints)
-    matcher(matching, *(() if ratio is None else (ratio,)))
-    fitter(model, reprojection_threshold)
+    settings = {
+        "depth": depth,
+        "ratio": ratio,
+        "min_inliers": min_inliers,
+        "max_keypoints": verify_keypoints,
+    }
+    _checked(settings, matching, model, reprojection_threshold)
     if preset is not None:
         verification_preset({}, preset)
+
+
+#: The verification settings that are numbers checked by their specification,
+#: keyed as the results' record names them.
+_NUMBERS = {
+    "depth": DEPTH,
+    "min_inliers": MIN_INLIERS,
+    "max_keypoints": VERIFY_KEYPOINTS,
+}
+
+
+def _checked(settings: dict, matching: str, model: str, reprojection_threshold) -> dict:
+    """``settings`` (``depth``, ``ratio``, ``min_inliers``,
+    ``max_keypoints``; None where the preset decides) with its numbers checked
+    and made plain Python values, once the matching (with the ratio) and the
+    model (with its threshold) are checked too."""
+    checked = {
+        **settings,
+        **{
+            key: None if settings[key] is None else specification.check(settings[key])
+            for key, specification in _NUMBERS.items()
+        },
+    }
+    ratio = settings["ratio"]
+    matcher(matching, *(() if ratio is None else (ratio,)))
+    fitter(model, reprojection_threshold)
+    return checked
 
 
 def _kind_record(queries: DescriptorSets, database: DescriptorSets) -> dict:
