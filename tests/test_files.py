@@ -192,7 +192,7 @@ def test_a_single_array_is_not_a_record_archive(tmp_path):
 def _savers():
     """Every public way to write a file or folder, as ``save(path, **kwargs)``."""
     import vlad
-    from vlad.asmk._index import build_asmk_index
+    from vlad.asmk import build_asmk_index
     from vlad.formats._hloc_global import write_global_features
     from vlad.search import build_index, fit_whitening
 

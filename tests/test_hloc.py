@@ -344,7 +344,7 @@ def test_an_asmk_index_of_local_features_matches_the_same_sets_in_memory(
 ):
     """An ASMK index reads hloc's local features a part at a time (parts of
     two images here) and scores as an index of the same sets in memory."""
-    from vlad.asmk import _index as asmk
+    from vlad.asmk import _build as asmk
     from vlad.asmk import _parts as asmk_parts
 
     monkeypatch.setattr(asmk_parts, "_PART_IMAGES", 2)

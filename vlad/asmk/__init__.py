@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 from vlad._lazy import attach_declared
 
 if TYPE_CHECKING:
+    from vlad.asmk._build import build_asmk_index
     from vlad.asmk._files import is_asmk_index, load_asmk_index
-    from vlad.asmk._index import ASMKIndex, build_asmk_index
+    from vlad.asmk._index import ASMKIndex
     from vlad.asmk._segments import ASMKSegment
     from vlad.asmk._streamed import write_asmk_index
     from vlad.asmk._updates import append_asmk_index, merge_asmk_index

@@ -19,9 +19,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-from vlad.asmk._index import ASMKIndex, build_asmk_index
+from vlad.asmk._build import build_asmk_index, empty_index
+from vlad.asmk._index import ASMKIndex
 from vlad.asmk._parts import descriptor_parts, parts_names, parts_record
 from vlad.asmk._segment_files import (
     kernel_settings,
@@ -207,10 +206,9 @@ def _resumed(
         _empty(folder)
         return None, []
     record = read_folder_json(folder, _PROGRESS, dict, "vlad ASMK index build")
-    # The settings as build_asmk_index checks and records them.
-    nothing = np.empty((0, codebook.n_features), np.float32)
-    wanted = build_asmk_index([nothing], codebook, **settings)
-    expected = {"binary": True, **kernel_settings(wanted), "idf": idf}
+    # The settings and source as build_asmk_index checks and records them.
+    wanted = empty_index(codebook, parts_record(descriptor_sets), **settings)
+    expected = {**kernel_settings(wanted), "idf": idf}
     if record.get("codebook") != codebook.fingerprint:
         raise VladError(
             f"{folder} is a build of the index with another codebook "
@@ -236,7 +234,7 @@ def _resumed(
         names,
         segments,
         **{**kernel_settings(wanted), "idf": False},
-        source={**wanted.source, "descriptor": parts_record(descriptor_sets)},
+        source=wanted.source,
     )
     checksums = [entry["checksums"] for entry in record["segments"]]
     return index, list(zip(segments, checksums, strict=True))
