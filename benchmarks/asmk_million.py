@@ -9,7 +9,7 @@ Usage, from the repository root::
         --ground-truth realviews/ground_truth.json \\
         --quantizer IVF1024,Flat --quantizer-parameters nprobe=32 \\
         --sizes 10000 100000 1000000 --multiple-assignment 5 3 1 \\
-        --work /data/scratch --json million.json
+        --stop-fractions 0 0.3 --work /data/scratch --json million.json
 
 The *base* index is the ASMK* index (binary, the library's defaults) of the
 real images of ``--descriptors``, whose ground truth ``--ground-truth``
@@ -47,7 +47,9 @@ memory (``RssAnon``, sampled every 20 ms by the parent: the memory other
 than mapped files) are reported. The search opens the index memory-mapped
 (the bytes it read, ``rchar`` of ``/proc/self/io``, say that it reads none
 of the entries), runs one warm-up query, then searches every query with
-each ``--multiple-assignment`` in turn. Times are CPU seconds of all
+each ``--stop-fractions`` stop list in turn (``stop_fraction`` of
+:meth:`vlad.asmk.ASMKIndex.search`), and with each ``--multiple-assignment``
+for each. Times are CPU seconds of all
 threads (of which the kernel's: page faults, reading the mapped index from
 disk when it does not fit in memory) and wall-clock seconds; on a shared
 machine the CPU time is the steadier.
@@ -56,6 +58,7 @@ machine the CPU time is the steadier.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -362,12 +365,14 @@ def measure_search(
     queries: str,
     ground_truth: str,
     assignments: list[int],
+    stop_fractions: list[float] = (0.0,),
     k: int = 100,
 ) -> dict:
     """Open the database memory-mapped (``folder``, or the base index and
     the chunks of ``chunks_folder`` stacked) and search the queries of
-    ``queries`` with each number of words per query descriptor; mAP and
-    recall@1 of each."""
+    ``queries`` with each stop list and each number of words per query
+    descriptor (stop lists in turn, the numbers of words in turn for each);
+    mAP, recall and times of each search."""
     read = _read_bytes()
     if folder is not None:
         opened, open_s, open_cpu = timed(lambda: load_asmk_index(folder, mmap=True))
@@ -383,24 +388,30 @@ def measure_search(
     sets = vlad.DescriptorSets.load(queries)
     truth = load_ground_truth(ground_truth)
     opened.search(sets.between(0, 1), k)  # compiled loops, quantizer, first pages
-    rows = {}
-    for words in assignments:
+    rows = []
+    for stop, words in itertools.product(stop_fractions, assignments):
         system = os.times().system
         results, wall, cpu = timed(
-            lambda words=words: opened.search(sets, k, multiple_assignment=words)
+            lambda words=words, stop=stop: opened.search(
+                sets, k, multiple_assignment=words, stop_fraction=stop
+            )
         )
         system = os.times().system - system
         mean = evaluate(results.rankings(), truth, ks=(1, 5, 10)).mean
-        rows[str(words)] = {
-            "mAP": mean["mAP"],
-            "recall@1": mean["recall@1"],
-            "recall@5": mean["recall@5"],
-            "ms_per_query": 1000 * wall / len(sets),
-            "cpu_ms_per_query": 1000 * cpu / len(sets),
-            "system_ms_per_query": 1000 * system / len(sets),
-        }
-        print(f"  {opened.n_images:,} images, MA {words}: {rows[str(words)]}",
-              file=sys.stderr, flush=True)  # fmt: skip
+        rows.append(
+            {
+                "multiple_assignment": words,
+                "stop_fraction": stop,
+                "stop_words": results.record["stop_words"],
+                "mAP": mean["mAP"],
+                "recall@1": mean["recall@1"],
+                "recall@5": mean["recall@5"],
+                "ms_per_query": 1000 * wall / len(sets),
+                "cpu_ms_per_query": 1000 * cpu / len(sets),
+                "system_ms_per_query": 1000 * system / len(sets),
+            }
+        )
+        print(f"  {opened.n_images:,} images: {rows[-1]}", file=sys.stderr, flush=True)
     entry_bytes = sum(
         segment.entry_images.nbytes + segment.codes.nbytes
         for segment in opened.segments
@@ -413,7 +424,7 @@ def measure_search(
         "open_read_bytes": read,
         "entry_bytes": entry_bytes,
         "n_queries": len(sets),
-        "assignments": rows,
+        "searches": rows,
     }
 
 
@@ -483,6 +494,7 @@ def million_rows(
     work: Path,
     *,
     assignments: tuple[int, ...] = (5, 3, 1),
+    stop_fractions: tuple[float, ...] = (0.0,),
     quantizer: str = "Flat",
     quantizer_parameters: str | None = None,
     chunk: int = CHUNK,
@@ -516,6 +528,7 @@ def million_rows(
         "queries": str(queries),
         "ground_truth": ground_truth,
         "assignments": list(assignments),
+        "stop_fractions": list(stop_fractions),
     }
     named = sorted(
         {
@@ -584,9 +597,10 @@ def million_rows(
 
 def _row_line(result: dict, row: dict) -> str:
     cells = [f"{result['n_words']:,} words", f"{row['n_images']:,} images"]
-    for words, timing in row["assignments"].items():
+    for timing in row["searches"]:
         cells.append(
-            f"MA {words}: mAP {timing['mAP']:.3f} R@1 {timing['recall@1']:.3f} "
+            f"MA {timing['multiple_assignment']} stop {timing['stop_fraction']:g}: "
+            f"mAP {timing['mAP']:.3f} R@1 {timing['recall@1']:.3f} "
             f"{timing['cpu_ms_per_query']:,.0f} CPU ms "
             f"({timing['ms_per_query']:,.0f} ms)"
         )
@@ -622,6 +636,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ground-truth", required=True, help="its queries' truth")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--multiple-assignment", type=int, nargs="+", default=[5])
+    parser.add_argument(
+        "--stop-fractions",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="stop lists searched with (each with every --multiple-assignment)",
+    )
     parser.add_argument("--quantizer", default="Flat")
     parser.add_argument("--quantizer-parameters")
     parser.add_argument("--chunk", type=int, default=CHUNK)
@@ -648,6 +669,7 @@ def main(argv: list[str] | None = None) -> None:
             arguments.sizes,
             Path(work),
             assignments=tuple(arguments.multiple_assignment),
+            stop_fractions=tuple(arguments.stop_fractions),
             quantizer=arguments.quantizer,
             quantizer_parameters=arguments.quantizer_parameters,
             chunk=arguments.chunk,

@@ -6,8 +6,37 @@ from __future__ import annotations
 import numpy as np
 
 
+def _aggregated(descriptors, centers, n):
+    """Each word of the ``n`` nearest of a descriptor: its residuals summed."""
+    words = {}
+    for x in np.asarray(descriptors, np.float64):
+        distances = ((centers - x) ** 2).sum(axis=1)
+        for word in np.argsort(distances, kind="stable")[:n]:
+            words[int(word)] = words.get(int(word), 0.0) + (x - centers[word])
+    return words
+
+
+def reference_stop_words(database, centers, fraction):
+    """The stop list by its definition: words taken from the one most images
+    hold down (ties to the lower word) while the images holding the words
+    taken are at most ``fraction`` of all (image, word) pairs."""
+    centers = np.asarray(centers, np.float64)
+    holding = [0] * len(centers)
+    for descriptors in database:
+        for word in _aggregated(descriptors, centers, 1):
+            holding[word] += 1
+    total = sum(holding)
+    stopped, taken = set(), 0
+    for word in sorted(range(len(centers)), key=lambda w: (-holding[w], w)):
+        if total == 0 or taken + holding[word] > fraction * total:
+            break
+        taken += holding[word]
+        stopped.add(word)
+    return stopped
+
+
 def reference_scores(
-    database, query, centers, n_nearest, binary, alpha, tau, idf=False
+    database, query, centers, n_nearest, binary, alpha, tau, idf=False, stopped=()
 ):
     """Normalised ASMK of ``query`` with each database image, by its
     definition: a loop over images, words and descriptors, in float64.
@@ -15,17 +44,13 @@ def reference_scores(
     With ``idf``, word ``c`` weighs ``log(n / n_c) ** 2`` for ``n_c`` of the
     ``n`` images with descriptors holding it (1 for a word none holds), in
     the sum and in both self-similarities; an image whose self-similarity is
-    0 scores 0.
+    0 scores 0. The query's words in ``stopped`` are left out of it (of its
+    sum and its self-similarity).
     """
     centers = np.asarray(centers, np.float64)
 
     def aggregated(descriptors, n):
-        words = {}
-        for x in np.asarray(descriptors, np.float64):
-            distances = ((centers - x) ** 2).sum(axis=1)
-            for word in np.argsort(distances, kind="stable")[:n]:
-                words[word] = words.get(word, 0.0) + (x - centers[word])
-        return words
+        return _aggregated(descriptors, centers, n)
 
     def similarity(a, b):
         if binary:
@@ -46,7 +71,11 @@ def reference_scores(
         with_words = sum(bool(words) for words in images)
         return np.log(with_words / holding) ** 2 if holding else 1.0
 
-    ours = aggregated(query, n_nearest)
+    ours = {
+        word: residual
+        for word, residual in aggregated(query, n_nearest).items()
+        if word not in stopped
+    }
     scores = []
     for theirs in images:
         if not theirs or not ours:

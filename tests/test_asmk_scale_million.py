@@ -154,6 +154,7 @@ def test_main_measures_quality_and_cost_of_each_size(tmp_path):
             "--codebook", str(tmp_path / "codebook.npz"),
             "--ground-truth", str(tmp_path / "truth.json"),
             "--sizes", "40", "--chunk", "16", "--multiple-assignment", "3", "1",
+            "--stop-fractions", "0", "0.3",
             "--work", str(tmp_path), "--json", str(report),
         ]
     )  # fmt: skip
@@ -161,9 +162,15 @@ def test_main_measures_quality_and_cost_of_each_size(tmp_path):
     assert result["base"]["n_images"] == 12 and result["base"]["n_queries"] == 3
     assert [row["n_images"] for row in result["rows"]] == [12, 40]
     for row in result["rows"]:
-        assert set(row["assignments"]) == {"3", "1"} and row["n_queries"] == 3
-        for measured in row["assignments"].values():
+        assert row["n_queries"] == 3
+        searched = [
+            (measured["stop_fraction"], measured["multiple_assignment"])
+            for measured in row["searches"]
+        ]
+        assert searched == [(0, 3), (0, 1), (0.3, 3), (0.3, 1)]
+        for measured in row["searches"]:
             assert 0 <= measured["mAP"] <= 1 and measured["cpu_ms_per_query"] > 0
+            assert (measured["stop_words"] > 0) == (measured["stop_fraction"] > 0)
         assert 0 < row["search_peak_anon_mib"] <= row["search_peak_rss_mib"]
     grown = result["rows"][1]
     assert grown["searched"] == "folder" and grown["n_segments"] == 1

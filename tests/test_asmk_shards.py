@@ -45,9 +45,13 @@ def test_shards_on_a_cluster_rank_as_one_index(cluster_client, tmp_path, setting
     whole = build_asmk_index(database, codebook, names=names, **settings)
     queries = [rng.standard_normal((6, 8)).astype(np.float32) for _ in range(5)]
     queries[2] = np.zeros((0, 8), np.float32)
-    for k in (1, 4, 20):
-        found = search_asmk_shards(paths, queries, k, client=cluster_client)
-        expected = whole.search(queries, k)
+    # A stop list counted over every shard: the one index's.
+    for k, stop in ((1, 0.0), (4, 0.4), (20, 0.0)):
+        found = search_asmk_shards(
+            paths, queries, k, client=cluster_client, stop_fraction=stop
+        )
+        expected = whole.search(queries, k, stop_fraction=stop)
+        assert found.record["stop_words"] == expected.record["stop_words"]
         assert found.rankings() == expected.rankings()
         for ours, theirs in zip(found, expected, strict=True):
             assert ours.rows.tolist() == theirs.rows.tolist()

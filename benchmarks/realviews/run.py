@@ -5,6 +5,7 @@
     python -m benchmarks.realviews.run DATASET [--work DIR] [--descriptors PATH]
         [--variant NAME ...] [--jobs N] [--json PATH]
         [--asmk-words N] [--asmk-sample N] [--asmk-multiple-assignment N]
+        [--asmk-stop-fraction F]
         [--codebook-cache DIR] [--matching M] [--ratio R] [--min-inliers N]
         [--verify-keypoints N]
 
@@ -18,24 +19,25 @@ features (an ``.h5``, learned features such as ALIKED or SuperPoint).
 
 A variant is an entry of :data:`VARIANTS`: a :class:`Variant` whose ``setup``
 builds what its search needs from the :class:`Prepared` data (codebook,
-vectors, index: offline work, timed as a whole) and whose ``search`` ranks
-the database for every query (timed per query). The codebook is fitted on
-all the database's descriptors, as ``vlad fit`` on the folder would, and
-shared by the variants that use the same K and encoding; the ASMK variants'
-vocabulary (``--asmk-words``, fitted on ``--asmk-sample`` descriptors) can be
-kept in ``--codebook-cache`` and loaded by later runs; their searches
-assign each query descriptor to its ``--asmk-multiple-assignment`` nearest
-words. The variants that verify as ``vlad search --rerank spatial`` does
-take its ``--matching``, ``--ratio``, ``--min-inliers`` and
-``--verify-keypoints``; those not given suit the descriptors, as ``vlad
-search`` chooses them (:func:`vlad.verification.verification_preset`: SIFT's or
-ALIKED's), and the variants' names carry the settings given that differ
-from them (e.g. ``asmk-spatial-50-ratio0.8-min12`` on ALIKED's); vlad 0.4's
-verification keeps its own. Each variant's rankings (the whole database, best
-first) are scored by :func:`vlad.evaluation.evaluate`: mAP (revisitop's),
-Recall@1, @5 and @10, overall and per tag (tier and family), and the
-step-wise mAP beside it (:attr:`vlad.evaluation.Evaluation.step_map`). The
-ASMK variants that verify (``asmk-spatial-N``, ``asmk-spatial-N-qe``) are
+vectors, index: offline work, timed as a whole) and whose ``search`` ranks the
+database for every query (timed per query). The codebook is fitted on all the
+database's descriptors, as ``vlad fit`` on the folder would, and shared by the
+variants that use the same K and encoding; the ASMK variants' vocabulary
+(``--asmk-words``, fitted on ``--asmk-sample`` descriptors) can be kept in
+``--codebook-cache`` and loaded by later runs; their searches assign each
+query descriptor to its ``--asmk-multiple-assignment`` nearest words and leave
+out the stop list of ``--asmk-stop-fraction``. The variants that verify as
+``vlad search --rerank spatial`` does take its ``--matching``, ``--ratio``,
+``--min-inliers`` and ``--verify-keypoints``; those not given suit the
+descriptors, as ``vlad search`` chooses them
+(:func:`vlad.verification.verification_preset`: SIFT's or ALIKED's), and the
+variants' names carry the settings given that differ from them (e.g.
+``asmk-spatial-50-ratio0.8-min12`` on ALIKED's); vlad 0.4's verification keeps
+its own. Each variant's rankings (the whole database, best first) are scored
+by :func:`vlad.evaluation.evaluate`: mAP (revisitop's), Recall@1, @5 and @10,
+overall and per tag (tier and family), and the step-wise mAP beside it
+(:attr:`vlad.evaluation.Evaluation.step_map`). The ASMK variants that verify
+(``asmk-spatial-N``, ``asmk-spatial-N-qe``) are
 :func:`vlad.pipeline.search_verified`, the search ``vlad search --rerank
 spatial [--expand-verified]`` makes of an ASMK index.
 
@@ -143,6 +145,9 @@ class Prepared:
     asmk_multiple_assignment : int or None
         Nearest words of each query descriptor in the ASMK searches; None for
         each index's default (``ASMKIndex.default_multiple_assignment``).
+    asmk_stop_fraction : float
+        The ASMK searches' stop list (``stop_fraction`` of
+        :meth:`vlad.asmk.ASMKIndex.search`; 0: none).
     codebook_cache : Path or None
         A folder where the ASMK vocabulary is kept as ``asmk-<words>.npz``:
         fitted and saved there once, loaded afterwards.
@@ -166,6 +171,7 @@ class Prepared:
     asmk_words: int = ASMK_WORDS
     asmk_sample: int = SAMPLE
     asmk_multiple_assignment: int | None = None
+    asmk_stop_fraction: float = 0.0
     codebook_cache: Path | None = None
     verification: dict = field(default_factory=dict)
     asmk_codebook_record: dict = field(default_factory=dict)
@@ -326,12 +332,16 @@ class Variant:
 
 
 def vocabulary_name(
-    name: str, words: int, multiple_assignment: int | None = None
+    name: str,
+    words: int,
+    multiple_assignment: int | None = None,
+    stop_fraction: float = 0.0,
 ) -> str:
-    """``name`` of an ASMK variant run with ``words`` words and
-    ``multiple_assignment`` words per query descriptor: itself with
-    :data:`ASMK_WORDS` and the index's default (None), the size and
-    ``ma<N>`` after ``asmk`` otherwise.
+    """``name`` of an ASMK variant run with ``words`` words,
+    ``multiple_assignment`` words per query descriptor and the stop list of
+    ``stop_fraction``: itself with :data:`ASMK_WORDS`, the index's default
+    (None) and no stop list, the size, ``ma<N>`` and ``stop<F>`` after
+    ``asmk`` otherwise.
 
     Examples
     --------
@@ -341,12 +351,16 @@ def vocabulary_name(
     'asmk-star'
     >>> vocabulary_name("asmk-spatial-50", 16384, 3)
     'asmk-16k-ma3-spatial-50'
+    >>> vocabulary_name("asmk", ASMK_WORDS, None, 0.3)
+    'asmk-stop0.3'
     """
     prefix = "asmk"
     if words != ASMK_WORDS:
         prefix += "-" + (f"{words // 1024}k" if words % 1024 == 0 else str(words))
     if multiple_assignment is not None:
         prefix += f"-ma{multiple_assignment}"
+    if stop_fraction:
+        prefix += f"-stop{stop_fraction:g}"
     return name.replace("asmk", prefix, 1)
 
 
@@ -487,6 +501,7 @@ def search_asmk(
             queries,
             index.n_images,
             multiple_assignment=prepared.asmk_multiple_assignment,
+            stop_fraction=prepared.asmk_stop_fraction,
         ).rankings()
     return _search_verified(prepared, index, queries, depth, expand=0).rankings()
 
@@ -503,6 +518,7 @@ def _search_verified(prepared, index, queries, depth, expand):
         min_inliers=min_inliers,
         expand=expand,
         multiple_assignment=prepared.asmk_multiple_assignment,
+        stop_fraction=prepared.asmk_stop_fraction,
         verification=verification,
         n_jobs=prepared.n_jobs,
     )
@@ -708,7 +724,9 @@ def run_variant(prepared: Prepared, name: str) -> dict:
         assigned = prepared.asmk_multiple_assignment
         if assigned == state.default_multiple_assignment:
             assigned = None  # the default, named as such
-        name = vocabulary_name(name, prepared.asmk_words, assigned)
+        name = vocabulary_name(
+            name, prepared.asmk_words, assigned, prepared.asmk_stop_fraction
+        )
         description += f"; {prepared.asmk_words} words" + (
             f" fitted on {prepared.asmk_sample} sampled descriptors"
             if prepared.asmk_sample != SAMPLE
@@ -874,6 +892,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default: the index's, 5 for ASMK*, 3 for ASMK)",
     )  # fmt: skip
     parser.add_argument(
+        "--asmk-stop-fraction", type=float, default=0.0, metavar="F",
+        help="the ASMK searches leave out the commonest words holding at most "
+        "this fraction of the index's entries (default: 0, none)",
+    )  # fmt: skip
+    parser.add_argument(
         "--codebook-cache", type=Path, metavar="DIR",
         help="keep the ASMK vocabulary in DIR/asmk-N.npz: fitted once, then loaded",
     )  # fmt: skip
@@ -911,6 +934,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prepared.asmk_words = arguments.asmk_words
         prepared.asmk_sample = arguments.asmk_sample
         prepared.asmk_multiple_assignment = arguments.asmk_multiple_assignment
+        prepared.asmk_stop_fraction = arguments.asmk_stop_fraction
         prepared.codebook_cache = arguments.codebook_cache
         prepared.verification = verification
         if any(VARIANTS[name].vocabulary for name in names):
@@ -944,6 +968,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "asmk_words": arguments.asmk_words,
             "asmk_sample": arguments.asmk_sample,
             "asmk_multiple_assignment": arguments.asmk_multiple_assignment,
+            "asmk_stop_fraction": arguments.asmk_stop_fraction,
             "codebook_cache": arguments.codebook_cache,
             "verification": prepared.verification,
         },

@@ -4,7 +4,8 @@
 
     python -m benchmarks.retrieval.run DATASET [--work DIR] [--clusters 256]
         [--power 1.0] [--pca 64] [--depth 20 --depth 100] [--min-keypoints 20]
-        [--asmk-words 4096] [--asmk-multiple-assignment 5] [--json PATH]
+        [--asmk-words 4096] [--asmk-multiple-assignment 5]
+        [--asmk-stop-fraction 0.3] [--json PATH]
 
 ``DATASET`` is a folder built by :mod:`benchmarks.retrieval.build`.
 Descriptors are extracted once into ``--work`` (default ``DATASET/work``) and
@@ -16,7 +17,8 @@ indexes (faiss ``PQ{m}x{bits}``) give mAP against bytes per image. The ASMK
 variants index the database's descriptors with a vocabulary of
 ``--asmk-words`` words fitted on them (seed 0; ``0`` leaves them out), as
 ``vlad index --method asmk`` does, and search the queries' descriptors, each
-assigned to its ``--asmk-multiple-assignment`` nearest words.
+assigned to its ``--asmk-multiple-assignment`` nearest words, the
+commonest words of ``--asmk-stop-fraction`` left out (none by default).
 """
 
 from __future__ import annotations
@@ -188,6 +190,7 @@ def _asmk_variant(
     *,
     binary: bool,
     multiple_assignment: int | None,
+    stop_fraction: float = 0.0,
     depth: int | None = None,
     n_jobs: int | None = None,
 ) -> dict:
@@ -203,6 +206,7 @@ def _asmk_variant(
     if multiple_assignment is None:
         multiple_assignment = index.default_multiple_assignment
     row["multiple_assignment"] = multiple_assignment
+    row["stop_fraction"] = stop_fraction
     measured = _searched(
         prepared,
         lambda: index.search(
@@ -210,6 +214,7 @@ def _asmk_variant(
             K,
             query_names=prepared.queries.names,
             multiple_assignment=multiple_assignment,
+            stop_fraction=stop_fraction,
         ),
         depth,
         n_jobs,
@@ -230,17 +235,24 @@ def run_asmk_variants(
     depth: int,
     n_jobs: int | None,
     multiple_assignment: int | None = None,
+    stop_fraction: float = 0.0,
 ) -> list[dict]:
     """ASMK*, ASMK, and ASMK with spatial verification of the top ``depth``,
     with one vocabulary of ``words`` words, each query descriptor assigned to
-    its ``multiple_assignment`` nearest words (default: the index's)."""
+    its ``multiple_assignment`` nearest words (default: the index's), the
+    stop list of ``stop_fraction`` left out."""
     codebook = asmk_codebook(prepared, words)
     name = f"{words} words" + (
         f", multiple assignment {multiple_assignment}"
         if multiple_assignment is not None
         else ""
     )
-    kernel = {"multiple_assignment": multiple_assignment}
+    if stop_fraction:
+        name += f", stop fraction {stop_fraction:g}"
+    kernel = {
+        "multiple_assignment": multiple_assignment,
+        "stop_fraction": stop_fraction,
+    }
     return [
         _asmk_variant(prepared, codebook, f"ASMK* ({name})", binary=True, **kernel),
         _asmk_variant(prepared, codebook, f"ASMK ({name})", binary=False, **kernel),
@@ -386,6 +398,13 @@ def main(argv: list[str] | None = None) -> int:
         help="nearest words of each query descriptor in the ASMK searches "
         "(default: the index's, 5 for ASMK*, 3 for ASMK)",
     )
+    parser.add_argument(
+        "--asmk-stop-fraction",
+        type=float,
+        default=0.0,
+        help="the ASMK searches leave out the commonest words holding at most "
+        "this fraction of the index's entries (default 0: none)",
+    )
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--json", type=Path)
     arguments = parser.parse_args(argv)
@@ -407,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             min(depths),
             arguments.jobs,
             arguments.asmk_multiple_assignment,
+            arguments.asmk_stop_fraction,
         )
     print(
         f"{len(prepared.database)} database images, {len(prepared.queries)} queries, "

@@ -67,15 +67,19 @@ def test_search_gives_the_library_s_results(asmk_built, tmp_path, queries):
         3,
         "--multiple-assignment",
         2,
+        "--stop-fraction",
+        0.1,
         "-o",
         output,
     )
     sets = vlad.DescriptorSets.load(asmk_built / "descriptors.npz")
     index = load_asmk_index(asmk_built / "index")
-    expected = index.search(sets, 3, multiple_assignment=2)
+    expected = index.search(sets, 3, multiple_assignment=2, stop_fraction=0.1)
+    assert expected.record["stop_words"] > 0
     assert read_rankings(output) == expected.rankings()
     document = json.loads(output.read_text())
     assert document["multiple_assignment"] == 2
+    assert document["stop_fraction"] == 0.1
     assert document["index"]["binary"] is True
     for name, ranked in expected.rankings().items():
         assert ranked[0] == name

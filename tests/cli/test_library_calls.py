@@ -192,6 +192,8 @@ def test_search_index_finds_what_vlad_search_writes_from_an_asmk_index(made, tmp
         (lambda made: search_index(made / "index", made / "v.npy",
                                    multiple_assignment=3),
          "multiple_assignment applies only to an ASMK index"),
+        (lambda made: search_index(made / "index", made / "v.npy", stop_fraction=0.3),
+         "stop_fraction applies only to an ASMK index"),
         (lambda made: write_index(made / "v.npy", made / "x", method="bow"),
          "method must be one of 'vlad', 'asmk'; got 'bow'"),
         (lambda made: write_index(made / "descriptors.npz", made / "x", method="asmk"),

@@ -364,12 +364,14 @@ def test_the_options_of_a_reranking_are_refused_together_even_at_their_defaults(
     usage_error(result, "--ratio, --min-inliers apply only with --rerank spatial")
 
 
-def test_multiple_assignment_is_refused_for_a_vlad_index(built):
+@pytest.mark.parametrize(
+    ("option", "value"), [("--multiple-assignment", "2"), ("--stop-fraction", "0.3")]
+)
+def test_asmk_options_are_refused_for_a_vlad_index(built, option, value):
     result = run(
-        "search", built / "index", built / "v.npy", "--multiple-assignment", "2",
-        exit_code=2,
+        "search", built / "index", built / "v.npy", option, value, exit_code=2
     )  # fmt: skip
-    usage_error(result, "--multiple-assignment applies only to an ASMK index")
+    usage_error(result, f"{option} applies only to an ASMK index")
 
 
 def test_verify_keypoints_takes_what_the_library_takes(built):

@@ -25,26 +25,34 @@ from vlad.asmk._kernel import (
     selectivity,
 )
 from vlad.asmk._parts import descriptor_parts, renamed
-from vlad.asmk._segments import ASMKSegment, segment_lists
-from vlad.asmk._weights import IndexWeights
+from vlad.asmk._segments import ASMKSegment, segment_lists, total_word_counts
+from vlad.asmk._weights import IndexWeights, stop_words
 from vlad.backends.numba import asmk_kernels, read_only
 from vlad.core._parallel import resolve_n_jobs, run_ranges
-from vlad.core._parameters import MULTIPLE_ASSIGNMENT, K
+from vlad.core._parameters import MULTIPLE_ASSIGNMENT, STOP_FRACTION, K
 from vlad.core._validation import checked_names
 from vlad.search._results import SearchResults, empty_result, results_from_arrays
 
 __all__ = [
     "NO_DESCRIPTORS",
     "QUERY_DESCRIPTORS",
+    "ONLY_STOP_WORDS",
     "SEARCH_ENTRIES",
+    "empty_reason",
     "query_scores",
     "query_words",
     "ranked_images",
     "search_queries",
+    "stop_record",
+    "without_stop_words",
     "words_per_descriptor",
 ]
 
 NO_DESCRIPTORS = "no descriptors: the query has no visual word, so it matches nothing"
+ONLY_STOP_WORDS = (
+    "only stop words: every word of the query is one of the index's commonest "
+    "(stop_fraction), so it matches nothing"
+)
 
 #: Posting-list entries compared at a time by the NumPy path (bounds its
 #: temporaries).
@@ -186,11 +194,16 @@ def search_queries(
     multiple_assignment: int | None,
     query_names,
     n_jobs: int | None = None,
+    stop_fraction: float = STOP_FRACTION.default,
 ) -> SearchResults:
     """:meth:`vlad.asmk.ASMKIndex.search` of ``index``."""
     n_threads = resolve_n_jobs(n_jobs)
     k = K.check(k)
     n_nearest = words_per_descriptor(index, multiple_assignment)
+    stop_fraction = STOP_FRACTION.check(stop_fraction)
+    stopped = stop_words(
+        total_word_counts(index.segments, index.n_words), stop_fraction
+    )
     statistics = index._statistics_now()
     stored = statistics.stored
     notes = []
@@ -202,29 +215,44 @@ def search_queries(
     record = {
         "k": k,
         "multiple_assignment": n_nearest,
+        **stop_record(stop_fraction, stopped),
         "index": index.record(),
     }
     results = []
     name_array = np.array(index.names, dtype=object)
-    for names, words, codes, bounds in query_words(index, query_sets, n_nearest):
+    for part in query_words(index, query_sets, n_nearest):
+        part, reasons = without_stop_words(part, stopped)
         results.extend(
-            _ranked_part(
-                index,
-                names,
-                words,
-                codes,
-                bounds,
-                statistics,
-                k,
-                name_array,
-                n_threads,
-            )  # fmt: skip
+            _ranked_part(index, *part, reasons, statistics, k, name_array, n_threads)
         )
     if query_names is not None:
         query_names = checked_names(query_names, len(results), "images")
         for position, name in enumerate(query_names):
             results[position] = renamed(results[position], name)
     return SearchResults(results, record, notes)
+
+
+def stop_record(stop_fraction: float, stopped: np.ndarray) -> dict:
+    """What a search's record says of its stop list."""
+    return {"stop_fraction": stop_fraction, "stop_words": int(stopped.sum())}
+
+
+def without_stop_words(part: tuple, stopped: np.ndarray) -> tuple[tuple, list]:
+    """A part of :func:`query_words` without the words ``stopped`` selects,
+    and why each of its queries matches nothing (None for those that have
+    words left)."""
+    names, words, codes, bounds = part
+    before = np.diff(bounds)
+    if stopped.any():
+        kept = ~stopped[words]
+        bounds = np.concatenate([[0], np.cumsum(kept)])[bounds]
+        words, codes = words[kept], codes[kept]
+    after = np.diff(bounds)
+    reasons = [
+        None if left else (ONLY_STOP_WORDS if held else NO_DESCRIPTORS)
+        for held, left in zip(before, after, strict=True)
+    ]
+    return (names, words, codes, bounds), reasons
 
 
 def words_per_descriptor(index, multiple_assignment: int | None) -> int:
@@ -278,21 +306,29 @@ def _words_of(index, sets, n_nearest: int, centers) -> tuple:
     return sets.names, words, codes, bounds
 
 
+def empty_reason(reason: str | None, stored: int) -> str | None:
+    """Why a query matches nothing (``reason``, from
+    :func:`without_stop_words`, or an index of no image with words), None
+    when it may match."""
+    return reason or (None if stored else "the index is empty")
+
+
 def _ranked_part(
-    index, names, words, codes, bounds, statistics, k, name_array, n_threads
-) -> list:
+    index, names, words, codes, bounds, reasons, statistics, k, name_array,
+    n_threads,
+) -> list:  # fmt: skip
     """The results of a part's queries (query ``t`` holds the entries
-    ``bounds[t]:bounds[t + 1]`` of ``words`` and ``codes``), each ranked on a
-    thread: a query's scores are summed in the same order whatever the number
-    of threads."""
+    ``bounds[t]:bounds[t + 1]`` of ``words`` and ``codes``; ``reasons[t]``
+    says why it matches nothing, if so), each ranked on a thread: a query's
+    scores are summed in the same order whatever the number of threads."""
     stored = statistics.stored
     ranked: list = [None] * len(names)
 
     def rank(first_query: int, stop_query: int) -> None:
         for t in range(first_query, stop_query):
             first, last = bounds[t], bounds[t + 1]
-            if first == last or stored == 0:
-                reason = NO_DESCRIPTORS if first == last else "the index is empty"
+            reason = empty_reason(reasons[t], stored)
+            if reason is not None:
                 ranked[t] = empty_result(names[t], reason)
                 continue
             rows, scores = ranked_images(

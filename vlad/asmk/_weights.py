@@ -23,7 +23,13 @@ from vlad.asmk._segments import (
     total_word_counts,
 )
 
-__all__ = ["IndexWeights", "index_weights", "idf_self_similarities", "word_weights"]
+__all__ = [
+    "IndexWeights",
+    "idf_self_similarities",
+    "index_weights",
+    "stop_words",
+    "word_weights",
+]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -57,6 +63,35 @@ def word_weights(
     with np.errstate(divide="ignore"):
         weights = np.log(max(1, n_images) / counts) ** 2
     return np.where(counts > 0, weights, 1.0)
+
+
+def stop_words(counts: np.ndarray, fraction: float) -> np.ndarray:
+    """The commonest words that together hold at most ``fraction`` of the
+    entries (a stop list), bool of shape (n_words,).
+
+    Parameters
+    ----------
+    counts : ndarray of int of shape (n_words,)
+        Each word's entries (the images holding it).
+    fraction : float
+        In [0, 1): 0 stops no word.
+
+    Notes
+    -----
+    Words are taken from the commonest down (ties to the lower word number)
+    while the entries taken stay at most ``fraction`` of all of them: the
+    words are those a query reads the most entries of, and the ones idf
+    weighs the least.
+    """
+    counts = np.asarray(counts, np.int64)
+    stopped = np.zeros(counts.shape[0], bool)
+    total = int(counts.sum())
+    if total == 0 or fraction <= 0:
+        return stopped
+    order = np.argsort(-counts, kind="stable")
+    taken = np.cumsum(counts[order])
+    stopped[order[: np.searchsorted(taken, fraction * total, side="right")]] = True
+    return stopped
 
 
 def idf_self_similarities(

@@ -33,6 +33,7 @@ from vlad.core._parameters import (
     MIN_INLIERS,
     MULTIPLE_ASSIGNMENT,
     SEARCH_PARAMETERS,
+    STOP_FRACTION,
     K,
 )
 from vlad.formats._names import printable
@@ -150,6 +151,7 @@ def _check_results_suffix(ctx, param, value: Path | None) -> Path | None:
 )
 @spec_option(SEARCH_PARAMETERS, help=f"{SEARCH_PARAMETERS.help} For this search.")
 @spec_option(MULTIPLE_ASSIGNMENT)
+@spec_option(STOP_FRACTION)
 @page_options(search=True)
 @jobs_option
 @overwrite_option
@@ -171,6 +173,7 @@ def search(
     database_descriptors: Path | None,
     parameters: str | None,
     multiple_assignment: int | None,
+    stop_fraction: float,
     page: PageOptions,
     n_jobs: int | None,
     overwrite: bool,
@@ -211,6 +214,8 @@ def search(
         )
     if not asmk and multiple_assignment is not None:
         raise click.UsageError("--multiple-assignment applies only to an ASMK index")
+    if not asmk and stop_fraction != STOP_FRACTION.default:
+        raise click.UsageError("--stop-fraction applies only to an ASMK index")
     label = "Describing queries" if asmk else "Encoding queries"
     with library_errors():
         with progress_bar(verbosity, label) as progress:
@@ -229,6 +234,7 @@ def search(
                 database_descriptors=database_descriptors,
                 parameters=parameters,
                 multiple_assignment=multiple_assignment,
+                stop_fraction=stop_fraction,
                 n_jobs=n_jobs,
                 progress=progress,
             )

@@ -43,6 +43,7 @@ __all__ = [
     "MAX_ITER",
     "MIN_INLIERS",
     "MULTIPLE_ASSIGNMENT",
+    "STOP_FRACTION",
     "N_CLUSTERS",
     "N_JOBS",
     "N_NEAREST",
@@ -537,6 +538,16 @@ MULTIPLE_ASSIGNMENT = Parameter(
     "[default: 5 for ASMK*, 3 for ASMK (--full)]",
     low=1,
     none=True,
+)
+STOP_FRACTION = Parameter(
+    "stop_fraction",
+    float,
+    0.0,
+    "ASMK index: queries leave out the index's commonest words, which together "
+    "hold at most this fraction of its entries (a stop list; 0: none).",
+    low=0,
+    high=1,
+    closed="left",
 )
 
 #: The specified parameters of :func:`vlad.asmk.build_asmk_index`.

@@ -32,13 +32,21 @@ from vlad.asmk._files import load_asmk_index
 from vlad.asmk._index import ASMKIndex
 from vlad.asmk._parts import renamed
 from vlad.asmk._scoring import (
-    NO_DESCRIPTORS,
+    empty_reason,
     query_words,
     ranked_images,
+    stop_record,
+    without_stop_words,
     words_per_descriptor,
 )
-from vlad.asmk._weights import IndexWeights, idf_self_similarities
-from vlad.core._parameters import K
+from vlad.asmk._segments import total_word_counts
+from vlad.asmk._weights import (
+    IndexWeights,
+    idf_self_similarities,
+    stop_words,
+    word_weights,
+)
+from vlad.core._parameters import STOP_FRACTION, K
 from vlad.core._validation import checked_names
 from vlad.errors import VladError
 from vlad.pipeline._cluster import TASK_RETRIES, require_client
@@ -70,6 +78,7 @@ def search_asmk_shards(
     client: Any,
     multiple_assignment: int | None = None,
     query_names: Sequence[str] | None = None,
+    stop_fraction: float = STOP_FRACTION.default,
 ) -> SearchResults:
     """The ``k`` best images of each query among the shards' images.
 
@@ -90,6 +99,10 @@ def search_asmk_shards(
         for ASMK*, 3 for ASMK).
     query_names : sequence of str, optional
         Default the sets' names.
+    stop_fraction : float, default=0.0
+        The queries leave out the collection's commonest words, which
+        together hold at most this fraction of its entries (as
+        :meth:`vlad.asmk.ASMKIndex.search`; counted over every shard).
 
     Returns
     -------
@@ -101,7 +114,7 @@ def search_asmk_shards(
     ------
     ValueError
         No shard, shards of other codebooks or settings, queries of another
-        kind, bad ``k`` or ``multiple_assignment``.
+        kind, bad ``k``, ``multiple_assignment`` or ``stop_fraction``.
     ImportError
         Without ``vlad-toolkit[dask]``.
     """
@@ -117,12 +130,20 @@ def search_asmk_shards(
     firsts = np.cumsum([0] + [index.n_images for index in opened])
     stored = sum(int(np.count_nonzero(_has_words(index))) for index in opened)
     n_nearest = words_per_descriptor(first, multiple_assignment)
-    queries = list(query_words(first, query_sets, n_nearest))
+    stop_fraction = STOP_FRACTION.check(stop_fraction)
+    segments = [segment for index in opened for segment in index.segments]
+    counts = total_word_counts(segments, first.n_words)
+    stopped = stop_words(counts, stop_fraction)
+    queries, reasons = [], []
+    for part in query_words(first, query_sets, n_nearest):
+        part, part_reasons = without_stop_words(part, stopped)
+        queries.append(part)
+        reasons.extend(part_reasons)
     found = []
     if stored:
         # One object each, sent once to every worker: the queries' words and
         # codes, and with idf the collection's word weights.
-        weights = _collection_weights(opened) if first.idf else None
+        weights = word_weights(segments, first.n_words, stored) if first.idf else None
         # A key of its own (hash=False): a key from the content would be the
         # same for the same queries searched again, and releasing the
         # earlier search's data could then drop this one's.
@@ -142,14 +163,10 @@ def search_asmk_shards(
     names = np.array([name for index in opened for name in index.names], dtype=object)
     results = []
     position = 0
-    for part_names, _, _, bounds in queries:
-        for t, name in enumerate(part_names):
-            if bounds[t] == bounds[t + 1] or stored == 0:
-                reason = (
-                    NO_DESCRIPTORS
-                    if bounds[t] == bounds[t + 1]
-                    else "the index is empty"
-                )
+    for part_names, _, _, _ in queries:
+        for name in part_names:
+            reason = empty_reason(reasons[position], stored)
+            if reason is not None:
                 results.append(empty_result(name, reason))
             else:
                 rows, scores = _merged(
@@ -172,6 +189,7 @@ def search_asmk_shards(
     record = {
         "k": k,
         "multiple_assignment": n_nearest,
+        **stop_record(stop_fraction, stopped),
         "index": {
             **first.record(),
             "n_images": int(firsts[-1]),
@@ -200,20 +218,6 @@ def _check_same_kind(first: ASMKIndex, index: ASMKIndex, first_path, path) -> No
 
 def _has_words(index: ASMKIndex) -> np.ndarray:
     return np.concatenate([segment.image_entries for segment in index.segments]) > 0
-
-
-def _collection_weights(opened: Sequence[ASMKIndex]) -> np.ndarray:
-    """idf weights of every shard's images together (as one index's)."""
-    n_words = opened[0].n_words
-    counts = np.zeros(n_words, np.int64)
-    with_words = 0
-    for index in opened:
-        for segment in index.segments:
-            counts += segment.word_counts()
-        with_words += int(np.count_nonzero(_has_words(index)))
-    with np.errstate(divide="ignore"):
-        weights = np.log(max(1, with_words) / counts) ** 2
-    return np.where(counts > 0, weights, 1.0)
 
 
 def _opened_shard(path: str, weights: np.ndarray | None) -> tuple[ASMKIndex, Any]:

@@ -12,6 +12,7 @@ from vlad.asmk._files import is_asmk_index, load_asmk_index
 from vlad.core._codebook import Codebook
 from vlad.core._descriptors import DescriptorSets
 from vlad.core._encoding import encode
+from vlad.core._parameters import STOP_FRACTION
 from vlad.core._pool import Progress
 from vlad.errors import VladError
 from vlad.formats._descriptor_files import read_descriptor_file
@@ -78,6 +79,7 @@ def search_index(
     database_descriptors: str | os.PathLike | None = None,
     parameters: str | None = None,
     multiple_assignment: int | None = None,
+    stop_fraction: float = STOP_FRACTION.default,
     n_jobs: int | None = None,
     progress: Progress | None = None,
 ) -> SearchRun:
@@ -134,6 +136,10 @@ def search_index(
     multiple_assignment : int, optional
         ASMK index: words each query descriptor is assigned to (default: the
         index's, 5 for ASMK*, 3 for ASMK).
+    stop_fraction : float, default=0.0
+        ASMK index: the queries leave out the index's commonest words, which
+        together hold at most this fraction of its entries (see
+        :meth:`vlad.asmk.ASMKIndex.search`).
     n_jobs : int, optional
         Processes that describe query images and verify results; with an
         ASMK index, also the threads that rank its queries.
@@ -151,7 +157,7 @@ def search_index(
         An unknown re-ranking, spatial re-ranking without
         ``database_descriptors``, ``expand_verified`` without spatial
         re-ranking, query expansion or ``parameters`` with an ASMK index, or
-        ``multiple_assignment`` with a VLAD index.
+        ``multiple_assignment`` or ``stop_fraction`` with a VLAD index.
     ValueError, OSError
         As the index, queries and descriptors are read and searched.
 
@@ -221,16 +227,23 @@ def search_index(
                 min_inliers=min_inliers,
                 expand=expand_verified,
                 multiple_assignment=multiple_assignment,
+                stop_fraction=stop_fraction,
                 verification=verification,
                 n_jobs=n_jobs,
             )
             return SearchRun(results, report, query_sets, database_sets, max_pixels)
         results = asmk_index.search(
-            query_sets, top, multiple_assignment=multiple_assignment, n_jobs=n_jobs
+            query_sets,
+            top,
+            multiple_assignment=multiple_assignment,
+            stop_fraction=stop_fraction,
+            n_jobs=n_jobs,
         )
     else:
         if multiple_assignment is not None:
             raise VladError("multiple_assignment applies only to an ASMK index")
+        if stop_fraction != STOP_FRACTION.default:
+            raise VladError("stop_fraction applies only to an ASMK index")
         if codebook is not None and not isinstance(codebook, Codebook):
             codebook = Codebook.load(codebook)
         vector_index = load_index(index, mmap=True, parameters=parameters)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from vlad.asmk._index import ASMKIndex
 from vlad.core._descriptors import DescriptorSets
+from vlad.core._parameters import STOP_FRACTION
 from vlad.errors import VladError
 from vlad.search._results import SearchResults
 from vlad.verification._expansion import EXPANDED_IMAGES, expand_verified
@@ -49,6 +50,7 @@ def search_verified(
     min_inliers: int | None = None,
     expand: int = EXPANDED_IMAGES,
     multiple_assignment: int | None = None,
+    stop_fraction: float = STOP_FRACTION.default,
     verification: Mapping[str, object] | None = None,
     n_jobs: int | None = None,
 ) -> SearchResults:
@@ -83,6 +85,8 @@ def search_verified(
     multiple_assignment : int, optional
         Words each query descriptor is assigned to, in both searches; by
         default the index's (3 for ASMK, 5 for ASMK*).
+    stop_fraction : float, default=0.0
+        The stop list of both searches (see :meth:`vlad.asmk.ASMKIndex.search`).
     verification : mapping, optional
         More settings of :func:`vlad.verification.rerank_spatially`: any of
         :data:`VERIFICATION_KEYS` (``matching``, ``model``, ``ratio``,
@@ -150,7 +154,10 @@ def search_verified(
         raise VladError(f"expand must be an integer >= 0; got {expand!r}")
     check_verification(depth=depth, min_inliers=min_inliers, **settings)
     search = functools.partial(
-        index.search, multiple_assignment=multiple_assignment, n_jobs=n_jobs
+        index.search,
+        multiple_assignment=multiple_assignment,
+        stop_fraction=stop_fraction,
+        n_jobs=n_jobs,
     )
     results = rerank_spatially(
         search(queries, index.n_images if k is None else k),
