@@ -7,7 +7,9 @@ added to the entry's image's score. ASMK* (sign bits) runs in one compiled
 pass over the lists when numba is installed
 (:mod:`vlad.backends.numba._asmk_kernels`), and in NumPy blocks of
 :data:`SEARCH_ENTRIES` entries otherwise; full residuals (ASMK) take a
-matrix-vector product per list. Lists a query does not name are never read.
+matrix-vector product per list. Lists a query does not name are never read,
+nor, with a stop list (``stop_fraction``), those of the index's commonest
+words, left out of the queries before they are ranked.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from vlad.search._results import SearchResults, empty_result, results_from_array
 
 __all__ = [
     "NO_DESCRIPTORS",
-    "QUERY_DESCRIPTORS",
     "ONLY_STOP_WORDS",
+    "QUERY_DESCRIPTORS",
     "SEARCH_ENTRIES",
     "empty_reason",
     "query_scores",

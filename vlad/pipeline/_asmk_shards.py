@@ -10,10 +10,12 @@ ranks its own images for every query and returns its ``k`` best: images and
 scores, nothing else. The client merges them into each query's ``k`` best,
 ties to the image of the earlier shard and row, as one index orders them.
 
-An image's score depends only on the query and that image, save for idf:
-with idf the client sums the shards' word counts into the collection's idf
-weights and scatters them, and each worker computes its shard's
-self-similarities with them (once per worker and shard). The results are
+An image's score depends only on the query and that image, save for idf
+and the stop list: with idf the client sums the shards' word counts into
+the collection's idf weights and scatters them, and each worker computes
+its shard's self-similarities with them (once per worker and shard); the
+stop list (``stop_fraction``) is the collection's commonest words, which the
+client leaves out of the queries before scattering them. The results are
 then those of one index of every image: the same images, ranks and scores.
 """
 
