@@ -27,8 +27,8 @@ from vlad.asmk._kernel import (
     selectivity,
 )
 from vlad.asmk._parts import descriptor_parts, renamed
-from vlad.asmk._segments import ASMKSegment, segment_lists, total_word_counts
-from vlad.asmk._weights import IndexWeights, stop_words
+from vlad.asmk._segments import ASMKSegment, segment_lists
+from vlad.asmk._weights import IndexWeights, stop_words_of
 from vlad.backends.numba import asmk_kernels, read_only
 from vlad.core._parallel import resolve_n_jobs, run_ranges
 from vlad.core._parameters import MULTIPLE_ASSIGNMENT, STOP_FRACTION, K
@@ -203,9 +203,7 @@ def search_queries(
     k = K.check(k)
     n_nearest = words_per_descriptor(index, multiple_assignment)
     stop_fraction = STOP_FRACTION.check(stop_fraction)
-    stopped = stop_words(
-        total_word_counts(index.segments, index.n_words), stop_fraction
-    )
+    stopped = stop_words_of(index.segments, index.n_words, stop_fraction)
     statistics = index._statistics_now()
     stored = statistics.stored
     notes = []

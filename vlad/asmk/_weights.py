@@ -28,6 +28,7 @@ __all__ = [
     "idf_self_similarities",
     "index_weights",
     "stop_words",
+    "stop_words_of",
     "word_weights",
 ]
 
@@ -92,6 +93,16 @@ def stop_words(counts: np.ndarray, fraction: float) -> np.ndarray:
     taken = np.cumsum(counts[order])
     stopped[order[: np.searchsorted(taken, fraction * total, side="right")]] = True
     return stopped
+
+
+def stop_words_of(
+    segments: Sequence[ASMKSegment], n_words: int, fraction: float
+) -> np.ndarray:
+    """:func:`stop_words` of the lists of ``segments`` (each word's entries
+    over all of them); no list is counted for ``fraction=0``."""
+    if fraction <= 0:
+        return np.zeros(n_words, bool)
+    return stop_words(total_word_counts(segments, n_words), fraction)
 
 
 def idf_self_similarities(

@@ -41,11 +41,10 @@ from vlad.asmk._scoring import (
     without_stop_words,
     words_per_descriptor,
 )
-from vlad.asmk._segments import total_word_counts
 from vlad.asmk._weights import (
     IndexWeights,
     idf_self_similarities,
-    stop_words,
+    stop_words_of,
     word_weights,
 )
 from vlad.core._parameters import STOP_FRACTION, K
@@ -134,8 +133,7 @@ def search_asmk_shards(
     n_nearest = words_per_descriptor(first, multiple_assignment)
     stop_fraction = STOP_FRACTION.check(stop_fraction)
     segments = [segment for index in opened for segment in index.segments]
-    counts = total_word_counts(segments, first.n_words)
-    stopped = stop_words(counts, stop_fraction)
+    stopped = stop_words_of(segments, first.n_words, stop_fraction)
     queries, reasons = [], []
     for part in query_words(first, query_sets, n_nearest):
         part, part_reasons = without_stop_words(part, stopped)
