@@ -16,23 +16,29 @@ def _aggregated(descriptors, centers, n):
     return words
 
 
+def stop_words_by_definition(counts, fraction):
+    """The stop list of words holding ``counts`` entries each, by a loop:
+    words taken from the commonest down (ties to the lower word) while the
+    entries taken stay at most ``fraction`` of all."""
+    total = sum(counts)
+    stopped, taken = set(), 0
+    for word in sorted(range(len(counts)), key=lambda w: (-counts[w], w)):
+        if total == 0 or taken + counts[word] > fraction * total:
+            break
+        taken += counts[word]
+        stopped.add(word)
+    return stopped
+
+
 def reference_stop_words(database, centers, fraction):
-    """The stop list by its definition: words taken from the one most images
-    hold down (ties to the lower word) while the images holding the words
-    taken are at most ``fraction`` of all (image, word) pairs."""
+    """The stop list of the database's words (each word's entries: the
+    images holding it), by :func:`stop_words_by_definition`."""
     centers = np.asarray(centers, np.float64)
     holding = [0] * len(centers)
     for descriptors in database:
         for word in _aggregated(descriptors, centers, 1):
             holding[word] += 1
-    total = sum(holding)
-    stopped, taken = set(), 0
-    for word in sorted(range(len(centers)), key=lambda w: (-holding[w], w)):
-        if total == 0 or taken + holding[word] > fraction * total:
-            break
-        taken += holding[word]
-        stopped.add(word)
-    return stopped
+    return stop_words_by_definition(holding, fraction)
 
 
 def reference_scores(
@@ -99,6 +105,16 @@ def random_problem(seed, n_words, lengths, n_features=8):
         for length in lengths
     ]
     return centers, database, rng
+
+
+def assert_matches_reference(result, expected, tolerance=1e-5):
+    """``result`` (one query's) scores each image as ``expected`` (the
+    reference's scores by image, None for an image it cannot match)."""
+    found = scores_by_row(result, len(expected))
+    assert [score is None for score in found] == [s is None for s in expected]
+    for score, reference in zip(found, expected, strict=True):
+        if reference is not None:
+            assert abs(score - reference) <= tolerance, (score, reference)
 
 
 def scores_by_row(result, n_images):

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from asmk_reference import random_problem, reference_scores, scores_by_row
+from asmk_reference import (
+    assert_matches_reference,
+    random_problem,
+    reference_scores,
+    scores_by_row,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,12 +43,7 @@ def test_search_matches_the_kernel_s_definition(binary, alpha, tau):
     )
     result = index.search([query], k=10, multiple_assignment=3)[0]
     expected = reference_scores(database, query, centers, 3, binary, alpha, tau)
-    found = scores_by_row(result, len(database))
-    assert [score is None for score in found] == [s is None for s in expected]
-    tolerance = 1e-5
-    for score, reference in zip(found, expected, strict=True):
-        if reference is not None:
-            assert score == pytest.approx(reference, abs=tolerance)
+    assert_matches_reference(result, expected)
 
 
 @pytest.mark.parametrize(("binary", "words"), [(True, 5), (False, 3)])
@@ -89,11 +89,7 @@ def test_edge_cases_match_the_definition(
         assert result.names == ()
         assert result.reason
         return
-    found = scores_by_row(result, len(database))
-    assert [score is None for score in found] == [s is None for s in expected]
-    for score, reference in zip(found, expected, strict=True):
-        if reference is not None:
-            assert score == pytest.approx(reference, abs=1e-5)
+    assert_matches_reference(result, expected)
     assert np.all(np.diff(result.scores) <= 0)
 
 
