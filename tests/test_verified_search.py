@@ -30,18 +30,22 @@ def index(sets):
     return build_asmk_index(sets, vlad.fit_codebook(sets, 8, n_jobs=1), binary=False)
 
 
-def test_it_equals_a_plain_loop_over_the_queries(sets, index):
+@pytest.mark.parametrize("stop_fraction", [0.0, 0.2])
+def test_it_equals_a_plain_loop_over_the_queries(sets, index, stop_fraction):
+    """Both searches with the same words per descriptor and stop list."""
+    settings = {"multiple_assignment": 2, "stop_fraction": stop_fraction}
     results = search_verified(
-        index, sets, sets, 6, depth=4, expand=1, multiple_assignment=2, n_jobs=1
+        index, sets, sets, 6, depth=4, expand=1, n_jobs=1, **settings
     )
-    search = functools.partial(index.search, multiple_assignment=2)
+    search = functools.partial(index.search, **settings)
     expected = plain_loop(sets, search, 6, 4, 1, min_inliers=12)
     assert results.rankings() == expected
     assert results.record["verified_expansion"] == {"images": 1, "min_inliers": 12}
     assert results.record["spatial_verification"]["depth"] == 4
+    assert (results.record["stop_words"] > 0) == (stop_fraction > 0)
     # The expansion changed some ranking: the second search took place.
     alone = search_verified(
-        index, sets, sets, 6, depth=4, expand=0, multiple_assignment=2, n_jobs=1
+        index, sets, sets, 6, depth=4, expand=0, n_jobs=1, **settings
     )
     assert results.rankings() != alone.rankings()
 
