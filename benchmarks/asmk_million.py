@@ -53,6 +53,15 @@ for each. Times are CPU seconds of all
 threads (of which the kernel's: page faults, reading the mapped index from
 disk when it does not fit in memory) and wall-clock seconds; on a shared
 machine the CPU time is the steadier.
+
+At each size of ``--asmk-package-sizes`` (sizes of ``--sizes``), the
+``asmk`` package (``pip install asmk``) is measured on the same database, as
+the peer where it fits in memory (:mod:`benchmarks.asmk_package`): its
+inverted file filled with the database's entries (build CPU seconds, peak
+memory), each query searched with it end to end with the first
+``--multiple-assignment`` (mAP, recall, CPU time per query), and its
+rankings compared with vlad's, with the database's quantizer and with the
+exact one the package uses (the row's ``asmk_package``).
 """
 
 from __future__ import annotations
@@ -72,6 +81,12 @@ from pathlib import Path
 import numpy as np
 
 import vlad
+from benchmarks.asmk_package import (
+    package_codebook,
+    package_inverted_file,
+    package_search,
+    ranking_agreement,
+)
 from benchmarks.asmk_scale import base_index
 from benchmarks.measuring import timed
 from vlad.asmk import (
@@ -89,8 +104,11 @@ __all__ = [
     "distractor_segment",
     "entry_pool",
     "main",
+    "measure_package",
     "measure_search",
     "million_rows",
+    "open_database",
+    "package_agreement",
     "stacked_index",
 ]
 
@@ -350,6 +368,18 @@ def save_folder(base_folder: str, chunks_folder: str, folder: str) -> dict:
     }
 
 
+def open_database(
+    folder: str | None, base_folder: str, chunks_folder: str | None
+) -> ASMKIndex:
+    """The database memory-mapped: ``folder``, else the base index and the
+    chunks of ``chunks_folder`` stacked, else the base index alone."""
+    if folder is not None:
+        return load_asmk_index(folder, mmap=True)
+    if chunks_folder is not None:
+        return stacked_index(base_folder, chunks_folder)
+    return load_asmk_index(base_folder, mmap=True)
+
+
 def _read_bytes() -> int:
     """Bytes this process has read through system calls (``rchar``)."""
     for line in Path("/proc/self/io").read_text().splitlines():
@@ -374,16 +404,9 @@ def measure_search(
     descriptor (stop lists in turn, the numbers of words in turn for each);
     mAP, recall and times of each search."""
     read = _read_bytes()
-    if folder is not None:
-        opened, open_s, open_cpu = timed(lambda: load_asmk_index(folder, mmap=True))
-    elif chunks_folder is not None:
-        opened, open_s, open_cpu = timed(
-            lambda: stacked_index(base_folder, chunks_folder)
-        )
-    else:
-        opened, open_s, open_cpu = timed(
-            lambda: load_asmk_index(base_folder, mmap=True)
-        )
+    opened, open_s, open_cpu = timed(
+        lambda: open_database(folder, base_folder, chunks_folder)
+    )
     read = _read_bytes() - read
     sets = vlad.DescriptorSets.load(queries)
     truth = load_ground_truth(ground_truth)
@@ -428,12 +451,137 @@ def measure_search(
     }
 
 
+def measure_package(
+    folder: str | None,
+    base_folder: str,
+    chunks_folder: str | None,
+    queries: str,
+    ground_truth: str,
+    multiple_assignment: int,
+    rankings: str,
+    k: int = 100,
+) -> dict:
+    """The ``asmk`` package's inverted file of the entries of the database
+    (opened as :func:`measure_search` opens it), built and searched with
+    each query of ``queries`` end to end (:mod:`benchmarks.asmk_package`);
+    mAP, recall and times, its rankings and scores written to ``rankings``
+    (JSON)."""
+    opened = open_database(folder, base_folder, chunks_folder)
+    sets = vlad.DescriptorSets.load(queries)
+    truth = load_ground_truth(ground_truth)
+    inverted_file, build_s, build_cpu = timed(lambda: package_inverted_file(opened))
+    codebook, index_s, index_cpu = timed(lambda: package_codebook(opened.codebook))
+
+    def search(query_sets):
+        return package_search(
+            codebook,
+            inverted_file,
+            query_sets,
+            k=k,
+            multiple_assignment=multiple_assignment,
+            alpha=opened.alpha,
+            threshold=opened.threshold,
+        )
+
+    search(sets.between(0, 1))  # faiss's threads, the first pages
+    (rows, scores), wall, cpu = timed(lambda: search(sets))
+    names = [[opened.names[row] for row in ranked] for ranked in rows]
+    mean = evaluate(dict(zip(sets.names, names, strict=True)), truth, ks=(1, 5, 10))
+    mean = mean.mean
+    Path(rankings).write_text(
+        json.dumps(
+            [
+                {"query": query, "names": ranked, "scores": list(map(float, row))}
+                for query, ranked, row in zip(sets.names, names, scores, strict=True)
+            ]
+        )
+    )
+    held = [
+        array
+        for lists in (inverted_file.ivf_vecs, inverted_file.ivf_image_ids)
+        for array in lists
+        if array is not None
+    ]
+    return {
+        "n_images": opened.n_images,
+        "n_entries": int(inverted_file.counts.sum()),
+        "multiple_assignment": multiple_assignment,
+        "build_s": build_s,
+        "build_cpu_s": build_cpu,
+        "build_us_per_entry": 1e6 * build_cpu / max(1, opened.n_entries),
+        "codebook_cpu_s": index_cpu,
+        "inverted_file_bytes": sum(array.nbytes for array in held),
+        "mAP": mean["mAP"],
+        "recall@1": mean["recall@1"],
+        "recall@5": mean["recall@5"],
+        "ms_per_query": 1000 * wall / len(sets),
+        "cpu_ms_per_query": 1000 * cpu / len(sets),
+        "n_queries": len(sets),
+    }
+
+
+#: Queries vlad searches at a time when its rankings are compared with the
+#: package's (bounds the comparison's memory).
+AGREEMENT_BATCH = 16
+
+
+def package_agreement(
+    folder: str | None,
+    base_folder: str,
+    chunks_folder: str | None,
+    queries: str,
+    rankings: str,
+    multiple_assignment: int,
+    k: int = 100,
+    top: int = 10,
+) -> dict:
+    """vlad's rankings of the queries against the ``asmk`` package's
+    (``rankings``, of :func:`measure_package`), with the database's own
+    quantizer and, where that is not exact, with the exact one the package
+    uses (:func:`benchmarks.asmk_package.ranking_agreement` of the first
+    ``top`` images), one comparison per quantizer (``agreement``)."""
+    opened = open_database(folder, base_folder, chunks_folder)
+    sets = vlad.DescriptorSets.load(queries)
+    theirs = [
+        (query["names"], query["scores"])
+        for query in json.loads(Path(rankings).read_text())
+    ]
+    indexes = [opened]
+    if opened.quantizer != "Flat":
+        exact = {**_settings(opened), "quantizer": "Flat", "quantizer_parameters": None}
+        indexes.append(
+            ASMKIndex.from_segments(
+                opened.codebook, opened.names, opened.segments, **exact
+            )
+        )
+    compared = []
+    for index in indexes:
+        ours = []
+        for start in range(0, len(sets), AGREEMENT_BATCH):
+            found = index.search(
+                sets.between(start, min(start + AGREEMENT_BATCH, len(sets))),
+                k,
+                multiple_assignment=multiple_assignment,
+            )
+            ours += [(result.names, result.scores) for result in found]
+        compared.append(
+            {
+                "quantizer": index.quantizer,
+                "quantizer_parameters": index.quantizer_parameters,
+                **ranking_agreement(ours, theirs, top),
+            }
+        )
+    return {"agreement": compared}
+
+
 #: The steps run as child processes, each measured alone.
 _STEPS = {
     "base": build_base,
     "distractors": build_distractors,
     "folder": save_folder,
     "search": measure_search,
+    "package": measure_package,
+    "agreement": package_agreement,
 }
 
 
@@ -477,7 +625,8 @@ def _in_child(step: str, work: Path, **arguments) -> dict:
         raise RuntimeError(f"step {step} exited {code}")
     measured = json.loads(report.read_text())
     report.unlink()
-    return {**measured, "peak_anon_mib": max(anon, measured.pop("anon_kib")) / 1024}
+    anon = max(anon, measured.pop("anon_kib"))
+    return {**measured, "peak_anon_mib": anon / 1024}
 
 
 def _folder_bytes(folder: str | os.PathLike) -> int:
@@ -499,10 +648,18 @@ def million_rows(
     quantizer_parameters: str | None = None,
     chunk: int = CHUNK,
     folder: bool = True,
+    package_sizes: tuple[int, ...] = (),
     report=None,
 ) -> dict:
     """The base index's build and search, then one row per database size;
-    ``report(result)`` is called after each row."""
+    ``report(result)`` is called after each row. At each of
+    ``package_sizes`` (sizes of ``sizes``), the ``asmk`` package is measured
+    on the same database with the first of ``assignments``
+    (:func:`measure_package`) and its rankings compared with vlad's
+    (:func:`package_agreement`): the row's ``asmk_package``."""
+    unknown = sorted(set(package_sizes) - set(sizes))
+    if unknown:
+        raise ValueError(f"package sizes {unknown} are not among the sizes {sizes}")
     base_folder, queries = work / "base", work / "queries.npz"
     base = _in_child(
         "base",
@@ -585,6 +742,10 @@ def million_rows(
                 "stacked chunks" if where["chunks_folder"] else "base folder"
             ),
         )  # fmt: skip
+        if size in package_sizes:
+            row["asmk_package"] = _package_row(
+                work, where, search, assignments[0], size
+            )
         for place in where.values():
             if place is not None:
                 shutil.rmtree(place)
@@ -593,6 +754,58 @@ def million_rows(
         if report is not None:
             report(result)
     return result
+
+
+def _package_row(
+    work: Path, where: dict, search: dict, multiple_assignment: int, size: int
+) -> dict:
+    """The ``asmk`` package's measurements on the database at ``where``, and
+    the agreement of its rankings with vlad's."""
+    rankings = work / f"package-rankings-{size}.json"
+    opened = {
+        **where,
+        "base_folder": search["base_folder"],
+        "queries": search["queries"],
+    }
+    measured = _in_child(
+        "package",
+        work,
+        **opened,
+        ground_truth=search["ground_truth"],
+        multiple_assignment=multiple_assignment,
+        rankings=str(rankings),
+    )
+    compared = _in_child(
+        "agreement",
+        work,
+        **opened,
+        rankings=str(rankings),
+        multiple_assignment=multiple_assignment,
+    )
+    rankings.unlink()
+    print(_package_line(measured, compared["agreement"]), flush=True)
+    return {**measured, "agreement": compared["agreement"]}
+
+
+def _package_line(measured: dict, agreement: list[dict]) -> str:
+    cells = [
+        f"asmk package, {measured['n_images']:,} images, "
+        f"MA {measured['multiple_assignment']}: mAP {measured['mAP']:.3f} "
+        f"R@1 {measured['recall@1']:.3f} {measured['cpu_ms_per_query']:,.0f} CPU ms "
+        f"({measured['ms_per_query']:,.0f} ms)",
+        f"build {measured['build_cpu_s']:.1f} CPU s "
+        f"({measured['build_us_per_entry']:.2f} us an entry)",
+        f"peak {measured['peak_rss_mib']:,.0f} MiB, "
+        f"anon {measured['peak_anon_mib']:,.0f} MiB",
+    ]
+    for compared in agreement:
+        cells.append(
+            f"vlad ({compared['quantizer']}) same top {compared['top']}: "
+            f"{compared['same_order']}/{compared['n_queries']} "
+            f"(as sets {compared['same_images']}), "
+            f"scores within {compared['max_score_difference']:.1e}"
+        )
+    return " | ".join(cells)
 
 
 def _row_line(result: dict, row: dict) -> str:
@@ -652,10 +865,29 @@ def main(argv: list[str] | None = None) -> None:
         help="search the stacked chunks, never one saved folder",
     )
     parser.add_argument(
+        "--asmk-package-sizes",
+        type=int,
+        nargs="+",
+        default=[],
+        help="sizes (of --sizes) at which the asmk package is measured too, "
+        "with the first --multiple-assignment (pip install asmk)",
+    )
+    parser.add_argument(
         "--work", help="folder for the indexes (default: a temporary one)"
     )
     parser.add_argument("--json", help="write the measurements here")
     arguments = parser.parse_args(argv)
+    unknown = sorted(set(arguments.asmk_package_sizes) - set(arguments.sizes))
+    if unknown:
+        parser.error(f"--asmk-package-sizes {unknown} are not among --sizes")
+    if arguments.asmk_package_sizes:
+        try:
+            import asmk.kernel  # noqa: F401 (its Cython extension too)
+        except ImportError as error:
+            parser.error(
+                f"--asmk-package-sizes needs the asmk package (pip install asmk): "
+                f"{error}"
+            )
 
     def report(result):
         if arguments.json:
@@ -674,6 +906,7 @@ def main(argv: list[str] | None = None) -> None:
             quantizer_parameters=arguments.quantizer_parameters,
             chunk=arguments.chunk,
             folder=not arguments.no_folder,
+            package_sizes=tuple(arguments.asmk_package_sizes),
             report=report,
         )
     result["cores"] = os.cpu_count()

@@ -1,7 +1,8 @@
 """The million-image ASMK benchmark on tiny problems: distractors drawn from
 the base index's entries as it says, the stacked chunks searched as one
-index in memory, and a run measuring each size in a child process; and its
-VLAD peer's distractors and rows."""
+index in memory, and a run measuring each size in a child process; its
+VLAD peer's distractors and rows; and the ``asmk`` package as a peer of the
+same index, where it is installed."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ from benchmarks.asmk_million import (
     entry_pool,
     main,
     stacked_index,
+)
+from benchmarks.asmk_package import (
+    package_codebook,
+    package_codes,
+    package_inverted_file,
+    package_search,
+    ranking_agreement,
 )
 from benchmarks.vlad_million import descriptor_distractors, vlad_rows
 from vlad.asmk import ASMKIndex, ASMKSegment, build_asmk_index
@@ -219,3 +227,142 @@ def test_vlad_peer_measures_exact_and_compressed_rows(tmp_path):
     ]
     for row in result["rows"]:
         assert 0 <= row["mAP"] <= 1 and row["cpu_ms_per_query"] >= 0
+
+
+def tiny_problem(tmp_path):
+    """The descriptors, codebook and ground truth of a run of :func:`main`."""
+    sets, codebook = make_asmk_problem(12, 150, 32, n_features=128)
+    sets.save(tmp_path / "desc.npz")
+    codebook.save(tmp_path / "codebook.npz")
+    names = sets.names
+    truth = {
+        names[i]: {"relevant": [names[i + 6]], "junk": [names[i]]} for i in range(3)
+    }
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    return [
+        "--descriptors", str(tmp_path / "desc.npz"),
+        "--codebook", str(tmp_path / "codebook.npz"),
+        "--ground-truth", str(tmp_path / "truth.json"),
+    ]  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 6), st.integers(0, 2**32 - 1))
+def test_codes_are_repacked_as_the_package_packs_the_same_residuals(
+    n_features, n_entries, seed
+):
+    hamming = pytest.importorskip("asmk.hamming")
+    residuals = np.random.default_rng(seed).standard_normal((n_entries, n_features))
+    residuals = residuals.astype(np.float32)
+    packed = package_codes(np.packbits(residuals > 0, axis=1))
+    assert packed.dtype == np.uint32 and packed.flags.c_contiguous
+    np.testing.assert_array_equal(packed, hamming.binarize_and_pack_2D(residuals))
+
+
+def test_bits_go_to_the_highest_bit_of_each_32_bit_word():
+    bits = np.zeros((1, 40), bool)
+    bits[0, [0, 31, 32]] = True  # first and last of the first word, first of the next
+    assert package_codes(np.packbits(bits, axis=1)).tolist() == [[2**31 + 1, 2**31]]
+
+
+def test_the_package_holds_the_index_entries_and_ranks_as_vlad_does():
+    pytest.importorskip("asmk.hamming")
+    sets, codebook = make_asmk_problem(30, 200, 64, n_features=128, seed=3)
+    index = build_asmk_index(sets.between(0, 20), codebook)
+    index.add(sets.between(20, 30))  # two segments, added in turn
+    assert index.n_segments == 2
+    inverted_file = package_inverted_file(index)
+    # Each list holds the index's entries of that word: images and codes.
+    held = image_entries(index.segments, 64)
+    for word in range(64):
+        count = inverted_file.counts[word]
+        images = inverted_file.ivf_image_ids[word][:count].tolist()
+        codes = inverted_file.ivf_vecs[word][:count]
+        assert sorted(images) == sorted(i for i, words in held.items() if word in words)
+        for image, code in zip(images, codes, strict=True):
+            expected = np.frombuffer(held[image][word], np.uint8)[None]
+            np.testing.assert_array_equal(code, package_codes(expected)[0])
+    queries = sets.between(0, 6)
+    rows, scores = package_search(
+        package_codebook(codebook),
+        inverted_file,
+        queries,
+        k=8,
+        multiple_assignment=3,
+        alpha=index.alpha,
+        threshold=index.threshold,
+    )
+    assert rows.shape == scores.shape == (6, 8)
+    for found, row, score in zip(
+        index.search(queries, k=8, multiple_assignment=3), rows, scores, strict=True
+    ):
+        np.testing.assert_array_equal(found.rows, row)
+        np.testing.assert_allclose(found.scores, score, rtol=1e-5)
+
+
+def test_the_peer_takes_asmk_star_without_idf_only():
+    sets, codebook = make_asmk_problem(4, 50, 16, n_features=32)
+    for settings_ in ({"binary": False}, {"idf": True}):
+        index = build_asmk_index(sets, codebook, **settings_)
+        with pytest.raises(ValueError, match="ASMK\\* index without idf"):
+            package_inverted_file(index)
+
+
+def test_agreement_counts_the_same_first_images_and_their_scores():
+    ours = [(["a", "b", "c"], [0.9, 0.5, 0.1]), (["a", "b", "c"], [0.9, 0.5, 0.1])]
+    theirs = [(["a", "b", "d"], [0.9, 0.4, 0.2]), (["b", "a", "c"], [0.5, 0.9, 0.1])]
+    assert ranking_agreement(ours, theirs, top=2) == {
+        "top": 2,
+        "n_queries": 2,
+        "same_order": 1,
+        "same_images": 2,
+        "mean_overlap": 1.0,
+        "max_score_difference": pytest.approx(0.1),
+    }
+    compared = ranking_agreement(ours, theirs, top=3)
+    assert (compared["same_order"], compared["same_images"]) == (0, 1)
+    assert compared["mean_overlap"] == pytest.approx(5 / 6)
+    assert ranking_agreement(ours, ours)["same_order"] == 2
+    with pytest.raises(ValueError, match="2 rankings against 1"):
+        ranking_agreement(ours, theirs[:1])
+
+
+def test_main_measures_the_package_on_the_same_database(tmp_path):
+    pytest.importorskip("asmk.hamming")
+    report = tmp_path / "million.json"
+    main(
+        tiny_problem(tmp_path) + [
+            "--sizes", "40", "--chunk", "16", "--multiple-assignment", "3", "1",
+            "--asmk-package-sizes", "40",
+            "--work", str(tmp_path), "--json", str(report),
+        ]
+    )  # fmt: skip
+    base, grown = json.loads(report.read_text())["rows"]
+    assert "asmk_package" not in base
+    package = grown["asmk_package"]
+    assert package["n_images"] == 40 and package["multiple_assignment"] == 3
+    assert package["n_entries"] == grown["n_entries"] and package["build_cpu_s"] > 0
+    assert 0 < package["peak_anon_mib"] <= package["peak_rss_mib"]
+    assert "anon_kib" not in package and "anon_kib" not in grown  # the child's own
+    # The same database, the same kernel, the same exact words: vlad's ranks.
+    (compared,) = package["agreement"]
+    assert compared["quantizer"] == "Flat"
+    assert compared["same_order"] == compared["n_queries"] == 3
+    assert compared["max_score_difference"] < 1e-5
+    (vlad_row,) = [s for s in grown["searches"] if s["multiple_assignment"] == 3]
+    assert package["mAP"] == pytest.approx(vlad_row["mAP"])
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "codebook.npz",
+        "desc.npz",
+        "million.json",
+        "truth.json",
+    ]
+
+
+def test_package_sizes_must_be_database_sizes(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(
+            tiny_problem(tmp_path)
+            + ["--sizes", "40", "--asmk-package-sizes", "40", "50"]
+        )
+    assert "--asmk-package-sizes [50] are not among --sizes" in capsys.readouterr().err
