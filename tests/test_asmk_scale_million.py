@@ -147,20 +147,10 @@ def test_stacked_chunks_search_as_the_same_index_held_in_memory(tmp_path):
 
 
 def test_main_measures_quality_and_cost_of_each_size(tmp_path):
-    sets, codebook = make_asmk_problem(12, 150, 32, n_features=128)
-    sets.save(tmp_path / "desc.npz")
-    codebook.save(tmp_path / "codebook.npz")
-    names = sets.names
-    truth = {
-        names[i]: {"relevant": [names[i + 6]], "junk": [names[i]]} for i in range(3)
-    }
-    (tmp_path / "truth.json").write_text(json.dumps(truth))
     report = tmp_path / "million.json"
     main(
         [
-            "--descriptors", str(tmp_path / "desc.npz"),
-            "--codebook", str(tmp_path / "codebook.npz"),
-            "--ground-truth", str(tmp_path / "truth.json"),
+            *tiny_problem(tmp_path),
             "--sizes", "40", "--chunk", "16", "--multiple-assignment", "3", "1",
             "--stop-fractions", "0", "0.3",
             "--work", str(tmp_path), "--json", str(report),
